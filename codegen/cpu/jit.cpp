@@ -1,0 +1,260 @@
+#include "codegen/cpu/jit.hpp"
+
+#include <llvm/Analysis/TargetLibraryInfo.h>
+#include <llvm/ExecutionEngine/Orc/ExecutionUtils.h>
+#include <llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h>
+#include <llvm/ExecutionEngine/Orc/LLJIT.h>
+#include <llvm/IR/LegacyPassManager.h>
+#include <llvm/IR/Module.h>
+#include <llvm/IR/Verifier.h>
+#include <llvm/MC/TargetRegistry.h>
+#include <llvm/Passes/PassBuilder.h>
+#include <llvm/Support/DynamicLibrary.h>
+#include <llvm/Support/MemoryBuffer.h>
+#include <llvm/Support/SmallVectorMemoryBuffer.h>
+#include <llvm/Support/TargetSelect.h>
+#include <llvm/Support/raw_ostream.h>
+#include <llvm/Target/TargetMachine.h>
+#include <llvm/TargetParser/Host.h>
+
+#include <chrono>
+#include <cstdio>
+#include <deque>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <sstream>
+#include <unordered_map>
+
+#include "codegen/cpu/llvm_printer.hpp"
+#include "support/error.hpp"
+#include "support/flags.hpp"
+
+extern "C" int64_t kiln_ipow(int64_t base, int64_t exp) {
+  if (exp < 0) return base == 1 ? 1 : base == -1 ? ((exp & 1) ? -1 : 1) : 0;
+  uint64_t result = 1, b = static_cast<uint64_t>(base);
+  auto e = static_cast<uint64_t>(exp);
+  while (e) {  // wraps modulo 2^64 like NumPy's integer power
+    if (e & 1) result *= b;
+    b *= b;
+    e >>= 1;
+  }
+  return static_cast<int64_t>(result);
+}
+
+namespace kiln::cpu {
+
+namespace {
+
+// Wider libmvec variants than LLVM 19's table has (AVX-512 8-wide double, 16-wide float), plus
+// functions glibc >= 2.35 vectorizes that the table lacks. Strings must outlive the TLI.
+std::vector<llvm::VecDesc> extra_vector_functions() {
+  static std::deque<std::string> names;  // stable storage for the generated names
+  std::vector<llvm::VecDesc> v;
+  auto add = [&](const char* scalar, const char* vec, unsigned width, const char* abi) {
+    v.emplace_back(scalar, vec, llvm::ElementCount::getFixed(width), false, abi);
+  };
+  for (const char* fn : {"sin", "cos", "exp", "log", "tan"}) {
+    names.push_back(std::string("llvm.") + fn + ".f64");
+    const char* intr = names.back().c_str();
+    names.push_back(std::string("_ZGVeN8v_") + fn);
+    const char* v8 = names.back().c_str();
+    names.push_back(std::string("llvm.") + fn + ".f32");
+    const char* intrf = names.back().c_str();
+    names.push_back(std::string("_ZGVeN16v_") + fn + "f");
+    const char* v16 = names.back().c_str();
+    add(intr, v8, 8, "_ZGV_LLVM_N8v");
+    add(fn, v8, 8, "_ZGV_LLVM_N8v");
+    add(intrf, v16, 16, "_ZGV_LLVM_N16v");
+  }
+  for (const char* fn : {"expm1", "log1p", "tanh", "asin", "acos", "atan"}) {
+    names.push_back(std::string("_ZGVdN4v_") + fn);
+    const char* v4 = names.back().c_str();
+    names.push_back(std::string("_ZGVeN8v_") + fn);
+    const char* v8 = names.back().c_str();
+    add(fn, v4, 4, "_ZGV_LLVM_N4v");
+    add(fn, v8, 8, "_ZGV_LLVM_N8v");
+  }
+  return v;
+}
+
+class Jit {
+ public:
+  static Jit& instance() {
+    static Jit* jit = new Jit();  // lives for the process: kernels may run at exit
+    return *jit;
+  }
+
+  KernelFn compile(const kir::Kernel& k, Dumps* dumps) {
+    std::string text = k.str();
+    uint64_t key = k.hash();
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = fns_.find(text);
+    if (it != fns_.end() && !dumps) return it->second;
+    char name[40];
+    std::snprintf(name, sizeof name, "kiln_k_%016llx", static_cast<unsigned long long>(key));
+    auto t0 = std::chrono::steady_clock::now();
+    std::string cache_file = cache_path(key);
+    std::unique_ptr<llvm::MemoryBuffer> obj;
+    if (!dumps && !cache_file.empty()) {
+      auto buf = llvm::MemoryBuffer::getFile(cache_file);
+      if (buf) {
+        obj = std::move(*buf);
+        ++stats_.disk_hits;
+      }
+    }
+    if (!obj) {
+      if (flags().no_compile)
+        throw Error("compute: kernel " + std::string(name) +
+                    " needs compiling but KILN_NO_COMPILE is set");
+      obj = build_object(k, name, dumps);
+      ++stats_.compiled;
+      if (!cache_file.empty()) write_cache(cache_file, *obj);
+    }
+    if (it != fns_.end()) return it->second;  // dumps requested for a loaded kernel
+    if (auto err = jit_->addObjectFile(std::move(obj)))
+      throw Error("compile: linking kernel " + std::string(name) +
+                  " failed: " + llvm::toString(std::move(err)));
+    auto sym = jit_->lookup(name);
+    if (!sym)
+      throw Error("compile: kernel symbol " + std::string(name) +
+                  " not found: " + llvm::toString(sym.takeError()));
+    KernelFn fn = sym->toPtr<KernelFn>();
+    stats_.compile_seconds +=
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    fns_.emplace(std::move(text), fn);
+    return fn;
+  }
+
+  CompileStats stats() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return stats_;
+  }
+
+  const std::string& target_id() const { return target_id_; }
+
+ private:
+  Jit() {
+    llvm::InitializeNativeTarget();
+    llvm::InitializeNativeTargetAsmPrinter();
+    llvm::sys::DynamicLibrary::LoadLibraryPermanently("libmvec.so.1");
+    auto jtmb = llvm::orc::JITTargetMachineBuilder::detectHost();
+    if (!jtmb) throw Error("compile: cannot detect the host CPU: " + toString(jtmb.takeError()));
+    jtmb->setCodeGenOptLevel(llvm::CodeGenOptLevel::Aggressive);
+    auto tm = jtmb->createTargetMachine();
+    if (!tm) throw Error("compile: no LLVM target machine: " + toString(tm.takeError()));
+    tm_ = std::move(*tm);
+    auto jit = llvm::orc::LLJITBuilder().setJITTargetMachineBuilder(*jtmb).create();
+    if (!jit) throw Error("compile: cannot create the LLJIT: " + toString(jit.takeError()));
+    jit_ = std::move(*jit);
+    auto& jd = jit_->getMainJITDylib();
+    jd.addGenerator(llvm::cantFail(llvm::orc::DynamicLibrarySearchGenerator::GetForCurrentProcess(
+        jit_->getDataLayout().getGlobalPrefix())));
+    llvm::orc::SymbolMap helpers;
+    helpers[jit_->mangleAndIntern("kiln_ipow")] = {llvm::orc::ExecutorAddr::fromPtr(&kiln_ipow),
+                                                   llvm::JITSymbolFlags::Exported};
+    llvm::cantFail(jd.define(llvm::orc::absoluteSymbols(std::move(helpers))));
+    target_id_ = std::string(tm_->getTargetCPU()) + "|" +
+                 std::string(tm_->getTargetFeatureString()) +
+                 "|llvm-" LLVM_VERSION_STRING "|printer-" + std::to_string(kPrinterVersion);
+    extra_ = extra_vector_functions();
+  }
+
+  std::unique_ptr<llvm::MemoryBuffer> build_object(const kir::Kernel& k, const char* name,
+                                                   Dumps* dumps) {
+    llvm::LLVMContext ctx;
+    auto m = std::make_unique<llvm::Module>(name, ctx);
+    m->setDataLayout(tm_->createDataLayout());
+    m->setTargetTriple(tm_->getTargetTriple().str());
+    llvm::Function* fn = print_llvm(k, *m, name);
+    fn->addFnAttr("target-cpu", tm_->getTargetCPU());
+    fn->addFnAttr("target-features", tm_->getTargetFeatureString());
+    fn->addFnAttr("prefer-vector-width", "512");
+    std::string verify;
+    llvm::raw_string_ostream vs(verify);
+    if (llvm::verifyModule(*m, &vs))
+      throw InternalError("codegen produced invalid LLVM IR for " + std::string(name) + ": " +
+                          verify + "\n" + k.str());
+    if (dumps) {
+      llvm::raw_string_ostream os(dumps->llvm_ir);
+      m->print(os, nullptr);
+    }
+    optimize(*m);
+    if (dumps) {
+      llvm::raw_string_ostream os(dumps->optimized_ir);
+      m->print(os, nullptr);
+    }
+    llvm::SmallVector<char, 0> out;
+    llvm::raw_svector_ostream os(out);
+    llvm::legacy::PassManager pm;
+    if (tm_->addPassesToEmitFile(pm, os, nullptr, llvm::CodeGenFileType::ObjectFile))
+      throw Error("compile: the LLVM target cannot emit object files");
+    pm.run(*m);
+    return std::make_unique<llvm::SmallVectorMemoryBuffer>(std::move(out), name, false);
+  }
+
+  void optimize(llvm::Module& m) {
+    llvm::LoopAnalysisManager lam;
+    llvm::FunctionAnalysisManager fam;
+    llvm::CGSCCAnalysisManager cgam;
+    llvm::ModuleAnalysisManager mam;
+    llvm::PipelineTuningOptions pto;
+    pto.LoopVectorization = true;
+    pto.SLPVectorization = true;
+    llvm::PassBuilder pb(tm_.get(), pto);
+    llvm::Triple triple(m.getTargetTriple());
+    auto tlii = std::make_unique<llvm::TargetLibraryInfoImpl>(triple);
+    tlii->addVectorizableFunctionsFromVecLib(llvm::TargetLibraryInfoImpl::LIBMVEC_X86, triple);
+    tlii->addVectorizableFunctions(extra_);
+    fam.registerPass([&] { return llvm::TargetLibraryAnalysis(*tlii); });
+    pb.registerModuleAnalyses(mam);
+    pb.registerCGSCCAnalyses(cgam);
+    pb.registerFunctionAnalyses(fam);
+    pb.registerLoopAnalyses(lam);
+    pb.crossRegisterProxies(lam, fam, cgam, mam);
+    auto mpm = pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3);
+    mpm.run(m, mam);
+  }
+
+  std::string cache_path(uint64_t key) {
+    const std::string& dir = flags().cache_dir;
+    if (dir.empty()) return "";
+    uint64_t h = key;
+    for (unsigned char c : target_id_) h = h * 1099511628211ULL ^ c;
+    char file[64];
+    std::snprintf(file, sizeof file, "/k%016llx.o", static_cast<unsigned long long>(h));
+    return dir + file;
+  }
+
+  void write_cache(const std::string& path, const llvm::MemoryBuffer& obj) {
+    std::error_code ec;
+    std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ec);
+    std::string tmp = path + ".tmp" + std::to_string(reinterpret_cast<uintptr_t>(&obj));
+    {
+      std::ofstream f(tmp, std::ios::binary);
+      if (!f) return;  // a read-only cache is not an error
+      f.write(obj.getBufferStart(), static_cast<std::streamsize>(obj.getBufferSize()));
+      if (!f) {
+        std::filesystem::remove(tmp, ec);
+        return;
+      }
+    }
+    std::filesystem::rename(tmp, path, ec);
+  }
+
+  std::mutex mu_;
+  std::unique_ptr<llvm::TargetMachine> tm_;
+  std::unique_ptr<llvm::orc::LLJIT> jit_;
+  std::unordered_map<std::string, KernelFn> fns_;
+  std::vector<llvm::VecDesc> extra_;
+  CompileStats stats_;
+  std::string target_id_;
+};
+
+}  // namespace
+
+KernelFn compile(const kir::Kernel& k, Dumps* dumps) { return Jit::instance().compile(k, dumps); }
+CompileStats compile_stats() { return Jit::instance().stats(); }
+const std::string& target_id() { return Jit::instance().target_id(); }
+
+}  // namespace kiln::cpu

@@ -1,0 +1,611 @@
+// Prints kernel IR as an LLVM IR function (see kernel_ir.hpp for the ABI).
+#include "codegen/cpu/llvm_printer.hpp"
+
+#include <llvm/IR/IRBuilder.h>
+#include <llvm/IR/Intrinsics.h>
+#include <llvm/IR/Module.h>
+
+#include <array>
+#include <limits>
+
+#include "support/error.hpp"
+#include "support/philox.hpp"
+
+namespace kiln::cpu {
+
+namespace {
+
+using llvm::IRBuilder;
+using llvm::Value;
+
+class Printer {
+ public:
+  Printer(const kir::Kernel& k, llvm::Module& m, const std::string& name)
+      : k_(k), m_(m), ctx_(m.getContext()), b_(ctx_), name_(name) {}
+
+  llvm::Function* run() {
+    auto* i64 = b_.getInt64Ty();
+    auto* ptr = b_.getPtrTy();
+    auto* fty = llvm::FunctionType::get(b_.getVoidTy(), {ptr, ptr, ptr}, false);
+    fn_ = llvm::Function::Create(fty, llvm::Function::ExternalLinkage, name_, m_);
+    fn_->addFnAttr(llvm::Attribute::NoUnwind);
+    for (int a = 0; a < 3; ++a) {
+      fn_->addParamAttr(a, llvm::Attribute::NoAlias);
+      fn_->addParamAttr(a, llvm::Attribute::ReadOnly);
+    }
+    auto* entry = llvm::BasicBlock::Create(ctx_, "entry", fn_);
+    b_.SetInsertPoint(entry);
+    I_ = fn_->getArg(0);
+    F_ = fn_->getArg(1);
+    P_ = fn_->getArg(2);
+    int r = k_.rank;
+    for (int d = 0; d < r; ++d) ext_.push_back(load_i(d));
+    // Leaf and output maps, with compile-time innermost strides where known.
+    for (size_t l = 0; l < k_.leaves.size(); ++l)
+      maps_.push_back(load_map(k_.leaf_base(int(l)), k_.leaves[l].inner_stride));
+    for (size_t o = 0; o < k_.outputs.size(); ++o)
+      out_maps_.push_back(load_map(k_.output_base(int(o)), inner_reduced(o) ? 0 : 1));
+    for (size_t l = 0; l < k_.leaves.size(); ++l)
+      ptrs_.push_back(k_.leaves[l].kind == kir::LeafKind::Memory
+                          ? b_.CreateLoad(ptr, b_.CreateConstGEP1_64(ptr, P_, k_.leaves[l].pointer))
+                          : nullptr);
+    for (size_t o = 0; o < k_.outputs.size(); ++o)
+      out_ptrs_.push_back(
+          b_.CreateLoad(ptr, b_.CreateConstGEP1_64(ptr, P_, k_.num_pointers + int(o))));
+    for (size_t p = 0; p < k_.params.size(); ++p) params_.push_back(load_param(int(p)));
+    (void)i64;
+    idx_.assign(r, nullptr);
+    if (r == 0) {
+      body();
+      finish_inner_reductions();
+    } else {
+      loop(0);
+    }
+    b_.CreateRetVoid();
+    return fn_;
+  }
+
+ private:
+  struct Map {
+    Value* base;
+    std::vector<Value*> strides;
+  };
+
+  Value* load_i(int k) {
+    return b_.CreateLoad(b_.getInt64Ty(), b_.CreateConstGEP1_64(b_.getInt64Ty(), I_, k));
+  }
+
+  Map load_map(int at, int inner) {
+    Map m;
+    m.base = load_i(at);
+    for (int d = 0; d < k_.rank; ++d) {
+      if (d == k_.rank - 1 && inner >= 0)
+        m.strides.push_back(b_.getInt64(inner));
+      else
+        m.strides.push_back(load_i(at + 1 + d));
+    }
+    return m;
+  }
+
+  llvm::Type* reg_type(DType t) {
+    switch (t) {
+      case DType::Bool:
+        return b_.getInt1Ty();
+      case DType::Int32:
+        return b_.getInt32Ty();
+      case DType::Int64:
+        return b_.getInt64Ty();
+      case DType::Float32:
+        return b_.getFloatTy();
+      case DType::Float64:
+        return b_.getDoubleTy();
+    }
+    return nullptr;
+  }
+  llvm::Type* mem_type(DType t) { return t == DType::Bool ? b_.getInt8Ty() : reg_type(t); }
+
+  Value* load_param(int p) {
+    DType t = k_.params[p];
+    if (is_float(t)) {
+      Value* v = b_.CreateLoad(b_.getDoubleTy(), b_.CreateConstGEP1_64(b_.getDoubleTy(), F_, p));
+      return t == DType::Float32 ? b_.CreateFPTrunc(v, b_.getFloatTy()) : v;
+    }
+    Value* v = load_i(k_.param_base() + p);
+    if (t == DType::Bool) return b_.CreateICmpNE(v, b_.getInt64(0));
+    if (t == DType::Int32) return b_.CreateTrunc(v, b_.getInt32Ty());
+    return v;
+  }
+
+  // Emits the loop over dim d; the innermost loop carries scalar accumulators for outputs that
+  // reduce along the innermost dim.
+  void loop(int d) {
+    int r = k_.rank;
+    auto* pre = b_.GetInsertBlock();
+    auto* head = llvm::BasicBlock::Create(ctx_, "head" + std::to_string(d), fn_);
+    auto* bodyb = llvm::BasicBlock::Create(ctx_, "body" + std::to_string(d), fn_);
+    auto* exit = llvm::BasicBlock::Create(ctx_, "exit" + std::to_string(d), fn_);
+    b_.CreateBr(head);
+    b_.SetInsertPoint(head);
+    auto* i = b_.CreatePHI(b_.getInt64Ty(), 2, "i" + std::to_string(d));
+    i->addIncoming(b_.getInt64(0), pre);
+    idx_[d] = i;
+    bool inner = d == r - 1;
+    std::vector<llvm::PHINode*> accs;
+    if (inner) {
+      acc_.assign(k_.outputs.size(), nullptr);
+      for (size_t o = 0; o < k_.outputs.size(); ++o) {
+        if (!inner_reduced(o)) continue;
+        const auto& out = k_.outputs[o];
+        auto* phi = b_.CreatePHI(reg_type(out.type), 2, "acc" + std::to_string(o));
+        phi->addIncoming(identity(out), pre);
+        acc_[o] = phi;
+      }
+    }
+    b_.CreateCondBr(b_.CreateICmpSLT(i, ext_[d]), bodyb, exit);
+    b_.SetInsertPoint(bodyb);
+    if (inner) {
+      body();
+    } else {
+      loop(d + 1);
+    }
+    auto* latch = b_.GetInsertBlock();
+    i->addIncoming(b_.CreateAdd(i, b_.getInt64(1), "", true, true), latch);
+    if (inner)
+      for (size_t o = 0; o < k_.outputs.size(); ++o)
+        if (acc_[o]) llvm::cast<llvm::PHINode>(acc_[o])->addIncoming(acc_next_[o], latch);
+    b_.CreateBr(head);
+    b_.SetInsertPoint(exit);
+    if (inner) finish_inner_reductions();
+  }
+
+  bool inner_reduced(size_t o) const {
+    const auto& out = k_.outputs[o];
+    return out.reduce && k_.rank > 0 && (out.reduced_mask >> (k_.rank - 1)) & 1u;
+  }
+
+  // Address (or flat index) of the current element under a map; the innermost index is
+  // excluded when `skip_inner` (for partials that accumulate along it).
+  Value* address(const Map& m, bool skip_inner = false) {
+    Value* a = m.base;
+    for (int d = 0; d < k_.rank; ++d) {
+      if (skip_inner && d == k_.rank - 1) continue;
+      a = b_.CreateAdd(a, b_.CreateMul(idx_[d], m.strides[d]));
+    }
+    return a;
+  }
+
+  Value* identity(const kir::Output& o) {
+    llvm::Type* t = reg_type(o.type);
+    if (is_float(o.type)) return llvm::ConstantFP::get(t, kir::reduce_identity_f(o.fn));
+    return llvm::ConstantInt::get(t, kir::reduce_identity_i(o.fn, o.type), true);
+  }
+
+  void body() {
+    vals_.assign(k_.values.size(), nullptr);
+    for (size_t v = 0; v < k_.values.size(); ++v) vals_[v] = emit(k_.values[v]);
+    acc_next_.assign(k_.outputs.size(), nullptr);
+    for (size_t o = 0; o < k_.outputs.size(); ++o) {
+      const auto& out = k_.outputs[o];
+      Value* v = vals_[out.value];
+      if (inner_reduced(o)) {
+        acc_next_[o] = combine(out, acc_[o], v);
+        continue;
+      }
+      llvm::Type* mt = mem_type(out.type);
+      Value* addr = b_.CreateGEP(mt, out_ptrs_[o], address(out_maps_[o]));
+      if (out.reduce) v = combine(out, from_mem(b_.CreateLoad(mt, addr), out.type), v);
+      b_.CreateStore(to_mem(v, out.type), addr);
+    }
+  }
+
+  void finish_inner_reductions() {
+    for (size_t o = 0; o < k_.outputs.size(); ++o) {
+      if (!inner_reduced(o)) continue;
+      const auto& out = k_.outputs[o];
+      llvm::Type* mt = mem_type(out.type);
+      Value* addr = b_.CreateGEP(mt, out_ptrs_[o], address(out_maps_[o], true));
+      Value* v = combine(out, from_mem(b_.CreateLoad(mt, addr), out.type), acc_[o]);
+      b_.CreateStore(to_mem(v, out.type), addr);
+    }
+  }
+
+  Value* from_mem(Value* v, DType t) {
+    return t == DType::Bool ? b_.CreateICmpNE(v, b_.getInt8(0)) : v;
+  }
+  Value* to_mem(Value* v, DType t) {
+    return t == DType::Bool ? b_.CreateZExt(v, b_.getInt8Ty()) : v;
+  }
+
+  // acc (op) v for a reduction; floating-point sums may be reassociated (vectorized).
+  Value* combine(const kir::Output& o, Value* acc, Value* v) {
+    bool fp = is_float(o.type);
+    switch (o.fn) {
+      case ReduceFn::Sum:
+      case ReduceFn::Mean:
+        if (fp) {
+          auto* r = b_.CreateFAdd(acc, v);
+          llvm::cast<llvm::Instruction>(r)->setHasAllowReassoc(true);
+          return r;
+        }
+        return b_.CreateAdd(acc, v);
+      case ReduceFn::Prod:
+        if (fp) {
+          auto* r = b_.CreateFMul(acc, v);
+          llvm::cast<llvm::Instruction>(r)->setHasAllowReassoc(true);
+          return r;
+        }
+        return b_.CreateMul(acc, v);
+      case ReduceFn::Min:
+        return min_max(acc, v, o.type, false);
+      case ReduceFn::Max:
+        return min_max(acc, v, o.type, true);
+      case ReduceFn::All:
+        return b_.CreateAnd(acc, v);
+      case ReduceFn::Any:
+        return b_.CreateOr(acc, v);
+      default:
+        throw InternalError("codegen: reduction not supported in kernels");
+    }
+  }
+
+  // NaN-propagating maximum/minimum (NumPy's maximum/minimum and max/min reductions).
+  Value* min_max(Value* a, Value* b, DType t, bool is_max) {
+    if (t == DType::Bool) return is_max ? b_.CreateOr(a, b) : b_.CreateAnd(a, b);
+    if (!is_float(t))
+      return b_.CreateBinaryIntrinsic(is_max ? llvm::Intrinsic::smax : llvm::Intrinsic::smin, a, b);
+    Value* better = is_max ? b_.CreateFCmpOGT(a, b) : b_.CreateFCmpOLT(a, b);
+    Value* a_nan = b_.CreateFCmpUNO(a, a);
+    return b_.CreateSelect(b_.CreateOr(better, a_nan), a, b);
+  }
+
+  Value* fconst(DType t, double v) { return llvm::ConstantFP::get(reg_type(t), v); }
+
+  Value* call_intrinsic(llvm::Intrinsic::ID id, Value* x) { return b_.CreateUnaryIntrinsic(id, x); }
+
+  Value* call_libm(const char* name, Value* x) {
+    bool f32 = x->getType()->isFloatTy();
+    std::string n = std::string(name) + (f32 ? "f" : "");
+    auto callee =
+        m_.getOrInsertFunction(n, llvm::FunctionType::get(x->getType(), {x->getType()}, false));
+    auto* call = b_.CreateCall(callee, {x});
+    call->setDoesNotThrow();
+    call->setDoesNotAccessMemory();
+    return call;
+  }
+
+  Value* emit(const kir::Value& v) {
+    switch (v.op) {
+      case kir::VOp::Param:
+        return params_[v.index];
+      case kir::VOp::Leaf:
+        return leaf(v.index);
+      case kir::VOp::Unary:
+        return unary(UnaryFn(v.fn), vals_[v.a], k_.values[v.a].type, v.type);
+      case kir::VOp::Binary:
+        return binary(BinaryFn(v.fn), vals_[v.a], vals_[v.b], k_.values[v.a].type);
+      case kir::VOp::Select:
+        return b_.CreateSelect(vals_[v.a], vals_[v.b], vals_[v.c]);
+      case kir::VOp::Cast:
+        return cast(vals_[v.a], k_.values[v.a].type, v.type);
+    }
+    return nullptr;
+  }
+
+  Value* leaf(int l) {
+    const kir::Leaf& lf = k_.leaves[l];
+    Value* flat = address(maps_[l]);
+    switch (lf.kind) {
+      case kir::LeafKind::Memory: {
+        llvm::Type* mt = mem_type(lf.dtype);
+        return from_mem(b_.CreateLoad(mt, b_.CreateGEP(mt, ptrs_[l], flat)), lf.dtype);
+      }
+      case kir::LeafKind::Iota:
+        return flat;
+      case kir::LeafKind::Random:
+        return random(lf, flat);
+    }
+    return nullptr;
+  }
+
+  // Philox4x32-10 of counter (lo(i), hi(i), stream, 0) under key (lo(seed), hi(seed)); the same
+  // definition as support/philox.hpp, which the tests compare against.
+  std::array<Value*, 4> philox(Value* flat, Value* seed, int64_t stream) {
+    auto* i32 = b_.getInt32Ty();
+    auto* i64 = b_.getInt64Ty();
+    Value* c0 = b_.CreateTrunc(flat, i32);
+    Value* c1 = b_.CreateTrunc(b_.CreateLShr(flat, 32), i32);
+    Value* c2 = b_.getInt32(static_cast<uint32_t>(stream));
+    Value* c3 = b_.getInt32(0);
+    Value* k0 = b_.CreateTrunc(seed, i32);
+    Value* k1 = b_.CreateTrunc(b_.CreateLShr(seed, 32), i32);
+    for (int r = 0; r < 10; ++r) {
+      if (r > 0) {
+        k0 = b_.CreateAdd(k0, b_.getInt32(0x9E3779B9u));
+        k1 = b_.CreateAdd(k1, b_.getInt32(0xBB67AE85u));
+      }
+      Value* p0 = b_.CreateMul(b_.CreateZExt(c0, i64), b_.getInt64(0xD2511F53u));
+      Value* p1 = b_.CreateMul(b_.CreateZExt(c2, i64), b_.getInt64(0xCD9E8D57u));
+      Value* hi0 = b_.CreateTrunc(b_.CreateLShr(p0, 32), i32);
+      Value* lo0 = b_.CreateTrunc(p0, i32);
+      Value* hi1 = b_.CreateTrunc(b_.CreateLShr(p1, 32), i32);
+      Value* lo1 = b_.CreateTrunc(p1, i32);
+      Value* n0 = b_.CreateXor(b_.CreateXor(hi1, c1), k0);
+      Value* n2 = b_.CreateXor(b_.CreateXor(hi0, c3), k1);
+      c0 = n0;
+      c1 = lo1;
+      c2 = n2;
+      c3 = lo0;
+    }
+    return {c0, c1, c2, c3};
+  }
+
+  Value* bits64(Value* hi, Value* lo) {
+    auto* i64 = b_.getInt64Ty();
+    return b_.CreateOr(b_.CreateShl(b_.CreateZExt(hi, i64), 32), b_.CreateZExt(lo, i64));
+  }
+
+  Value* uniform(Value* hi, Value* lo) {
+    Value* m = b_.CreateLShr(bits64(hi, lo), 11);
+    return b_.CreateFMul(b_.CreateUIToFP(m, b_.getDoubleTy()), fconst(DType::Float64, 0x1.0p-53));
+  }
+
+  // Kiln's own log and cos(2 pi u), operation for operation as in support/philox.hpp, so
+  // normals are bit-identical in vector and scalar code (and on other devices).
+  Value* dconst(double v) { return llvm::ConstantFP::get(b_.getDoubleTy(), v); }
+
+  Value* log_positive(Value* x) {
+    auto* i64 = b_.getInt64Ty();
+    Value* bits = b_.CreateBitCast(x, i64);
+    Value* e = b_.CreateSub(b_.CreateLShr(bits, 52), b_.getInt64(1023));
+    Value* mbits = b_.CreateOr(b_.CreateAnd(bits, b_.getInt64(0x000FFFFFFFFFFFFFull)),
+                               b_.getInt64(0x3FF0000000000000ull));
+    Value* m = b_.CreateBitCast(mbits, b_.getDoubleTy());
+    Value* big = b_.CreateFCmpOGT(m, dconst(2 * philox::kSqrtHalf));
+    m = b_.CreateSelect(big, b_.CreateFMul(m, dconst(0.5)), m);
+    e = b_.CreateSelect(big, b_.CreateAdd(e, b_.getInt64(1)), e);
+    Value* s = b_.CreateFDiv(b_.CreateFSub(m, dconst(1.0)), b_.CreateFAdd(m, dconst(1.0)));
+    Value* z = b_.CreateFMul(s, s);
+    Value* p = dconst(philox::kLogCoef[10]);
+    for (int k = 9; k >= 0; --k)
+      p = b_.CreateFAdd(b_.CreateFMul(p, z), dconst(philox::kLogCoef[k]));
+    Value* de = b_.CreateSIToFP(e, b_.getDoubleTy());
+    Value* tail = b_.CreateFAdd(b_.CreateFMul(de, dconst(philox::kLn2Lo)),
+                                b_.CreateFMul(b_.CreateFMul(dconst(2.0), s), p));
+    return b_.CreateFAdd(b_.CreateFMul(de, dconst(philox::kLn2Hi)), tail);
+  }
+
+  Value* cos_2pi(Value* u) {
+    Value* q = call_intrinsic(llvm::Intrinsic::floor,
+                              b_.CreateFAdd(b_.CreateFMul(u, dconst(4.0)), dconst(0.5)));
+    Value* r = b_.CreateFSub(u, b_.CreateFMul(q, dconst(0.25)));
+    Value* a = b_.CreateFMul(dconst(philox::kTwoPi), r);
+    Value* z = b_.CreateFMul(a, a);
+    Value* c = dconst(philox::kCos[0]);
+    Value* sn = dconst(philox::kSin[0]);
+    for (int k = 1; k < 9; ++k) {
+      c = b_.CreateFAdd(b_.CreateFMul(c, z), dconst(philox::kCos[k]));
+      sn = b_.CreateFAdd(b_.CreateFMul(sn, z), dconst(philox::kSin[k]));
+    }
+    sn = b_.CreateFMul(sn, a);
+    Value* quadrant = b_.CreateAnd(b_.CreateFPToSI(q, b_.getInt32Ty()), b_.getInt32(3));
+    Value* r1 = b_.CreateSelect(b_.CreateICmpEQ(quadrant, b_.getInt32(2)), b_.CreateFNeg(c), sn);
+    Value* r2 = b_.CreateSelect(b_.CreateICmpEQ(quadrant, b_.getInt32(1)), b_.CreateFNeg(sn), r1);
+    return b_.CreateSelect(b_.CreateICmpEQ(quadrant, b_.getInt32(0)), c, r2);
+  }
+
+  Value* random(const kir::Leaf& lf, Value* flat) {
+    auto w = philox(flat, params_[lf.seed_param], lf.stream);
+    switch (lf.random) {
+      case RandomKind::Uniform:
+        return uniform(w[0], w[1]);
+      case RandomKind::Normal: {
+        Value* u1 = b_.CreateFSub(fconst(DType::Float64, 1.0), uniform(w[0], w[1]));
+        Value* u2 = uniform(w[2], w[3]);
+        Value* lg = log_positive(u1);
+        Value* rad =
+            call_intrinsic(llvm::Intrinsic::sqrt, b_.CreateFMul(fconst(DType::Float64, -2.0), lg));
+        return b_.CreateFMul(rad, cos_2pi(u2));
+      }
+      case RandomKind::Integers: {
+        auto* i128 = b_.getInt128Ty();
+        uint64_t range = uint64_t(lf.high) - uint64_t(lf.low);
+        Value* x = b_.CreateZExt(bits64(w[0], w[1]), i128);
+        Value* prod = b_.CreateMul(x, llvm::ConstantInt::get(i128, range));
+        Value* hi = b_.CreateTrunc(b_.CreateLShr(prod, 64), b_.getInt64Ty());
+        return b_.CreateAdd(hi, b_.getInt64(uint64_t(lf.low)));
+      }
+    }
+    return nullptr;
+  }
+
+  Value* unary(UnaryFn f, Value* x, DType in, DType out) {
+    namespace I = llvm::Intrinsic;
+    bool fp = is_float(in);
+    switch (f) {
+      case UnaryFn::Neg:
+        return fp ? b_.CreateFNeg(x) : b_.CreateNeg(x);
+      case UnaryFn::Abs:
+        if (fp) return call_intrinsic(I::fabs, x);
+        if (in == DType::Bool) return x;
+        return b_.CreateBinaryIntrinsic(I::abs, x, b_.getFalse());
+      case UnaryFn::Sqrt:
+        return call_intrinsic(I::sqrt, x);
+      case UnaryFn::Exp:
+        return call_intrinsic(I::exp, x);
+      case UnaryFn::Log:
+        return call_intrinsic(I::log, x);
+      case UnaryFn::Sin:
+        return call_intrinsic(I::sin, x);
+      case UnaryFn::Cos:
+        return call_intrinsic(I::cos, x);
+      case UnaryFn::Tan:
+        return call_libm("tan", x);
+      case UnaryFn::Expm1:
+        return call_libm("expm1", x);
+      case UnaryFn::Log1p:
+        return call_libm("log1p", x);
+      case UnaryFn::Tanh:
+        return call_libm("tanh", x);
+      case UnaryFn::Arcsin:
+        return call_libm("asin", x);
+      case UnaryFn::Arccos:
+        return call_libm("acos", x);
+      case UnaryFn::Arctan:
+        return call_libm("atan", x);
+      case UnaryFn::Floor:
+        return call_intrinsic(I::floor, x);
+      case UnaryFn::Ceil:
+        return call_intrinsic(I::ceil, x);
+      case UnaryFn::Round:
+        return fp ? call_intrinsic(I::roundeven, x) : x;
+      case UnaryFn::Sign: {
+        if (in == DType::Bool) return x;
+        if (fp) {
+          Value* pos = b_.CreateFCmpOGT(x, fconst(in, 0));
+          Value* neg = b_.CreateFCmpOLT(x, fconst(in, 0));
+          return b_.CreateSelect(pos, fconst(in, 1),
+                                 b_.CreateSelect(neg, fconst(in, -1), x));  // keeps 0, -0, NaN
+        }
+        Value* zero = llvm::ConstantInt::get(x->getType(), 0);
+        return b_.CreateSub(b_.CreateZExt(b_.CreateICmpSGT(x, zero), x->getType()),
+                            b_.CreateZExt(b_.CreateICmpSLT(x, zero), x->getType()));
+      }
+      case UnaryFn::IsNan:
+        return fp ? b_.CreateFCmpUNO(x, x) : b_.getFalse();
+      case UnaryFn::IsFinite:
+        return fp ? b_.CreateFCmpOLT(call_intrinsic(I::fabs, x),
+                                     fconst(in, std::numeric_limits<double>::infinity()))
+                  : b_.getTrue();
+      case UnaryFn::Sigmoid: {
+        Value* e = call_intrinsic(I::exp, b_.CreateFNeg(x));
+        return b_.CreateFDiv(fconst(in, 1), b_.CreateFAdd(fconst(in, 1), e));
+      }
+      case UnaryFn::Not:
+        if (in == DType::Bool) return b_.CreateNot(x);
+        return fp ? b_.CreateFCmpOEQ(x, fconst(in, 0))
+                  : b_.CreateICmpEQ(x, llvm::ConstantInt::get(x->getType(), 0));
+    }
+    (void)out;
+    return nullptr;
+  }
+
+  Value* binary(BinaryFn f, Value* a, Value* b, DType t) {
+    bool fp = is_float(t);
+    bool boolean = t == DType::Bool;
+    switch (f) {
+      case BinaryFn::Add:
+        return fp ? b_.CreateFAdd(a, b) : boolean ? b_.CreateOr(a, b) : b_.CreateAdd(a, b);
+      case BinaryFn::Sub:
+        return fp ? b_.CreateFSub(a, b) : b_.CreateSub(a, b);
+      case BinaryFn::Mul:
+        return fp ? b_.CreateFMul(a, b) : boolean ? b_.CreateAnd(a, b) : b_.CreateMul(a, b);
+      case BinaryFn::Div:
+        return b_.CreateFDiv(a, b);
+      case BinaryFn::Mod:
+        return fp ? fmod_py(a, b, t) : imod_py(a, b);
+      case BinaryFn::Pow:
+        if (fp) return b_.CreateBinaryIntrinsic(llvm::Intrinsic::pow, a, b);
+        return ipow(a, b);
+      case BinaryFn::Lt:
+        return fp        ? b_.CreateFCmpOLT(a, b)
+               : boolean ? b_.CreateICmpULT(a, b)
+                         : b_.CreateICmpSLT(a, b);
+      case BinaryFn::Le:
+        return fp        ? b_.CreateFCmpOLE(a, b)
+               : boolean ? b_.CreateICmpULE(a, b)
+                         : b_.CreateICmpSLE(a, b);
+      case BinaryFn::Gt:
+        return fp        ? b_.CreateFCmpOGT(a, b)
+               : boolean ? b_.CreateICmpUGT(a, b)
+                         : b_.CreateICmpSGT(a, b);
+      case BinaryFn::Ge:
+        return fp        ? b_.CreateFCmpOGE(a, b)
+               : boolean ? b_.CreateICmpUGE(a, b)
+                         : b_.CreateICmpSGE(a, b);
+      case BinaryFn::Eq:
+        return fp ? b_.CreateFCmpOEQ(a, b) : b_.CreateICmpEQ(a, b);
+      case BinaryFn::Ne:
+        return fp ? b_.CreateFCmpUNE(a, b) : b_.CreateICmpNE(a, b);
+      case BinaryFn::And:
+        return b_.CreateAnd(a, b);
+      case BinaryFn::Or:
+        return b_.CreateOr(a, b);
+      case BinaryFn::Max:
+        return min_max(a, b, t, true);
+      case BinaryFn::Min:
+        return min_max(a, b, t, false);
+    }
+    return nullptr;
+  }
+
+  // Python/NumPy remainder for floats: the result has the sign of the divisor.
+  Value* fmod_py(Value* a, Value* b, DType t) {
+    Value* r = b_.CreateFRem(a, b);
+    Value* zero = fconst(t, 0);
+    Value* fix = b_.CreateAnd(b_.CreateFCmpONE(r, zero),
+                              b_.CreateXor(b_.CreateFCmpOLT(r, zero), b_.CreateFCmpOLT(b, zero)));
+    return b_.CreateSelect(fix, b_.CreateFAdd(r, b), r);
+  }
+
+  // Integer remainder with the sign of the divisor; x % 0 is 0 (NumPy warns and returns 0).
+  Value* imod_py(Value* a, Value* b) {
+    auto* t = a->getType();
+    Value* zero = llvm::ConstantInt::get(t, 0);
+    Value* one = llvm::ConstantInt::get(t, 1);
+    // Divisors 0 and -1 always give 0; replacing them with 1 keeps srem defined.
+    Value* bad = b_.CreateOr(b_.CreateICmpEQ(b, zero),
+                             b_.CreateICmpEQ(b, llvm::ConstantInt::get(t, -1, true)));
+    Value* safe_b = b_.CreateSelect(bad, one, b);
+    Value* r = b_.CreateSRem(a, safe_b);
+    Value* fix =
+        b_.CreateAnd(b_.CreateICmpNE(r, zero), b_.CreateICmpSLT(b_.CreateXor(r, safe_b), zero));
+    r = b_.CreateSelect(fix, b_.CreateAdd(r, safe_b), r);
+    return b_.CreateSelect(bad, zero, r);
+  }
+
+  // Integer power by squaring through a helper; negative exponents give the truncated value
+  // (0 unless the base is 1 or -1).
+  Value* ipow(Value* a, Value* b) {
+    auto* t = a->getType();
+    auto* i64 = b_.getInt64Ty();
+    auto callee =
+        m_.getOrInsertFunction("kiln_ipow", llvm::FunctionType::get(i64, {i64, i64}, false));
+    auto* call = b_.CreateCall(callee, {b_.CreateSExt(a, i64), b_.CreateSExt(b, i64)});
+    call->setDoesNotThrow();
+    call->setDoesNotAccessMemory();
+    return b_.CreateTrunc(call, t);
+  }
+
+  Value* cast(Value* x, DType from, DType to) {
+    if (from == to) return x;
+    llvm::Type* t = reg_type(to);
+    if (to == DType::Bool) {
+      return is_float(from) ? b_.CreateFCmpUNE(x, fconst(from, 0))
+                            : b_.CreateICmpNE(x, llvm::ConstantInt::get(x->getType(), 0));
+    }
+    if (from == DType::Bool) return is_float(to) ? b_.CreateUIToFP(x, t) : b_.CreateZExt(x, t);
+    if (is_float(from) && is_float(to)) return b_.CreateFPCast(x, t);
+    if (is_float(from))  // saturating: NaN -> 0, out of range -> the nearest limit (no UB)
+      return b_.CreateIntrinsic(llvm::Intrinsic::fptosi_sat, {t, x->getType()}, {x});
+    if (is_float(to)) return b_.CreateSIToFP(x, t);
+    return b_.CreateSExtOrTrunc(x, t);
+  }
+
+  const kir::Kernel& k_;
+  llvm::Module& m_;
+  llvm::LLVMContext& ctx_;
+  IRBuilder<> b_;
+  std::string name_;
+  llvm::Function* fn_ = nullptr;
+  Value *I_ = nullptr, *F_ = nullptr, *P_ = nullptr;
+  std::vector<Value*> ext_, ptrs_, out_ptrs_, params_, idx_, vals_, acc_, acc_next_;
+  std::vector<Map> maps_, out_maps_;
+};
+
+}  // namespace
+
+llvm::Function* print_llvm(const kir::Kernel& k, llvm::Module& m, const std::string& name) {
+  return Printer(k, m, name).run();
+}
+
+}  // namespace kiln::cpu

@@ -1,0 +1,107 @@
+#include "codegen/kernel_ir.hpp"
+
+#include <cmath>
+#include <limits>
+#include <sstream>
+
+#include "support/hash.hpp"
+
+namespace kiln::kir {
+
+std::string Kernel::str() const {
+  std::ostringstream os;
+  os << "kernel rank=" << rank << "\n";
+  static const char* rk[] = {"uniform", "normal", "integers"};
+  for (size_t k = 0; k < leaves.size(); ++k) {
+    const Leaf& l = leaves[k];
+    os << "  leaf " << k << ": " << dtype_name(l.dtype) << " ";
+    switch (l.kind) {
+      case LeafKind::Memory:
+        os << "memory P[" << l.pointer << "]";
+        break;
+      case LeafKind::Random:
+        os << "random " << rk[int(l.random)] << " stream=" << l.stream << " seed=$" << l.seed_param;
+        if (l.random == RandomKind::Integers) os << " [" << l.low << "," << l.high << ")";
+        break;
+      case LeafKind::Iota:
+        os << "iota";
+        break;
+    }
+    os << " inner_stride=" << l.inner_stride << "\n";
+  }
+  for (size_t k = 0; k < params.size(); ++k)
+    os << "  param $" << k << ": " << dtype_name(params[k]) << "\n";
+  for (size_t k = 0; k < values.size(); ++k) {
+    const Value& v = values[k];
+    os << "  v" << k << " = " << dtype_name(v.type) << " ";
+    switch (v.op) {
+      case VOp::Param:
+        os << "param $" << v.index;
+        break;
+      case VOp::Leaf:
+        os << "leaf " << v.index;
+        break;
+      case VOp::Unary:
+        os << unary_name(UnaryFn(v.fn)) << " v" << v.a;
+        break;
+      case VOp::Binary:
+        os << binary_name(BinaryFn(v.fn)) << " v" << v.a << ", v" << v.b;
+        break;
+      case VOp::Select:
+        os << "select v" << v.a << ", v" << v.b << ", v" << v.c;
+        break;
+      case VOp::Cast:
+        os << "cast v" << v.a;
+        break;
+    }
+    os << "\n";
+  }
+  for (size_t k = 0; k < outputs.size(); ++k) {
+    const Output& o = outputs[k];
+    os << "  out " << k << ": " << (o.reduce ? std::string("reduce ") + reduce_name(o.fn) : "store")
+       << " " << dtype_name(o.type) << " v" << o.value;
+    if (o.reduce) os << " mask=" << o.reduced_mask;
+    os << "\n";
+  }
+  return os.str();
+}
+
+uint64_t Kernel::hash() const {
+  std::string s = str();
+  uint64_t h = 0x6b696c6e;  // "kiln"
+  for (unsigned char c : s) h = hash_mix(h, c);
+  return h;
+}
+
+double reduce_identity_f(ReduceFn fn) {
+  switch (fn) {
+    case ReduceFn::Prod:
+      return 1.0;
+    case ReduceFn::Min:
+      return std::numeric_limits<double>::infinity();
+    case ReduceFn::Max:
+      return -std::numeric_limits<double>::infinity();
+    case ReduceFn::All:
+      return 1.0;
+    default:
+      return 0.0;
+  }
+}
+
+int64_t reduce_identity_i(ReduceFn fn, DType t) {
+  bool i32 = t == DType::Int32;
+  switch (fn) {
+    case ReduceFn::Prod:
+      return 1;
+    case ReduceFn::Min:
+      return i32 ? std::numeric_limits<int32_t>::max() : std::numeric_limits<int64_t>::max();
+    case ReduceFn::Max:
+      return i32 ? std::numeric_limits<int32_t>::min() : std::numeric_limits<int64_t>::min();
+    case ReduceFn::All:
+      return 1;
+    default:
+      return 0;
+  }
+}
+
+}  // namespace kiln::kir

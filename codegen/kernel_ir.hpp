@@ -1,0 +1,77 @@
+// The kernel IR: one fused group on one block, independent of the device. A kernel loops over a
+// block of its rank-r iteration domain (extents given at run time) and evaluates, per element, a
+// DAG of scalar values in SSA order; every shared node of the array graph is one value, computed
+// once per element. Outputs store a value or fold it into per-block reduction partials.
+//
+// Run-time arguments (the ABI every printer implements):
+//   void kernel(const int64_t* I, const double* F, void* const* P)
+//   I = [ext[0..r), then per leaf: base, stride[0..r), then per output: base, stride[0..r),
+//        then one int64 per scalar parameter]
+//   F = [one double per scalar parameter]
+//   P = [one pointer per memory leaf, then one per output]
+// A leaf or output element (i_0..i_{r-1}) of the block lives at base + sum_d i_d * stride_d.
+// Random and iota leaves use that number as the element's flat index instead of an address.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "ir/node.hpp"
+
+namespace kiln::kir {
+
+enum class LeafKind : uint8_t { Memory, Random, Iota };
+
+struct Leaf {
+  LeafKind kind = LeafKind::Memory;
+  DType dtype = DType::Float64;
+  // Innermost stride known when the kernel is built: 0 or 1 (vectorizable); -1: a run-time value.
+  int inner_stride = -1;
+  // Random leaves.
+  RandomKind random = RandomKind::Uniform;
+  int64_t stream = 0, low = 0, high = 0;
+  int seed_param = -1;  // scalar parameter holding the seed
+  int pointer = -1;     // Memory leaves: index into P
+};
+
+enum class VOp : uint8_t { Param, Leaf, Unary, Binary, Select, Cast };
+
+struct Value {
+  VOp op;
+  DType type;
+  int a = -1, b = -1, c = -1;  // operand values
+  int index = -1;              // Param: parameter index; Leaf: leaf index
+  uint8_t fn = 0;              // UnaryFn / BinaryFn
+};
+
+struct Output {
+  int value = -1;
+  DType type = DType::Float64;  // element type stored (reductions: the accumulator type)
+  bool reduce = false;
+  ReduceFn fn = ReduceFn::Sum;
+  uint32_t reduced_mask = 0;  // bit d set: domain dim d is reduced (its partial stride is 0)
+};
+
+struct Kernel {
+  int rank = 0;
+  std::vector<Leaf> leaves;
+  std::vector<Value> values;
+  std::vector<Output> outputs;
+  std::vector<DType> params;  // scalar parameters (values in I and F)
+  int num_pointers = 0;       // memory leaves
+
+  // Offsets into I.
+  int leaf_base(int leaf) const { return rank + leaf * (rank + 1); }
+  int output_base(int out) const { return rank + (int(leaves.size()) + out) * (rank + 1); }
+  int param_base() const { return rank + int(leaves.size() + outputs.size()) * (rank + 1); }
+  int num_ints() const { return param_base() + int(params.size()); }
+
+  std::string str() const;  // text form (KILN_DEBUG=3), also the cache key's source
+  uint64_t hash() const;
+};
+
+// The identity element a reduction partial starts from, as double or int64.
+double reduce_identity_f(ReduceFn fn);
+int64_t reduce_identity_i(ReduceFn fn, DType t);
+
+}  // namespace kiln::kir

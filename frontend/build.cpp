@@ -1,0 +1,111 @@
+#include "frontend/build.hpp"
+
+#include <algorithm>
+
+namespace kiln::detail {
+
+Chunks make_chunks(const std::string& op, const Shape& shape, const Shape& block) {
+  for (int64_t d : shape)
+    if (d < 0) throw Error(op + ": negative dimension in shape " + shape_str(shape));
+  if (block.empty()) {
+    // Auto: blocks of at most 2^22 elements, splitting the leading dims first.
+    Shape b(shape.size(), 0);
+    int64_t budget = int64_t{1} << 22;
+    for (size_t k = shape.size(); k-- > 0;) {
+      int64_t ext = std::max<int64_t>(shape[k], 1);
+      b[k] = std::max<int64_t>(1, std::min(ext, budget));
+      budget = std::max<int64_t>(1, budget / ext);
+    }
+    return regular_chunks(shape, b);
+  }
+  if (block.size() != shape.size())
+    throw Error(op + ": chunks " + shape_str(block) + " has " + std::to_string(block.size()) +
+                " entries but the shape " + shape_str(shape) + " has rank " +
+                std::to_string(shape.size()));
+  for (int64_t b : block)
+    if (b < 0)
+      throw Error(op + ": chunk sizes must be positive (0 = whole dimension), got " +
+                  shape_str(block));
+  return regular_chunks(shape, block);
+}
+
+NodeRef scalar_node(DType dtype, double f, int64_t i) {
+  Attrs a;
+  switch (dtype) {
+    case DType::Bool:
+      a.i = (i != 0 || f != 0) ? 1 : 0;
+      break;
+    case DType::Int32:
+      a.i = static_cast<int32_t>(i);
+      break;
+    case DType::Int64:
+      a.i = i;
+      break;
+    case DType::Float32:
+      a.f = static_cast<float>(f);
+      break;
+    case DType::Float64:
+      a.f = f;
+      break;
+  }
+  if (!is_float(dtype)) a.f = 0;
+  return ctx().make(Op::Scalar, dtype, {}, {}, {}, std::move(a));
+}
+
+NodeRef cast_node(const NodeRef& a, DType t) {
+  if (a->dtype == t) return a;
+  if (a->op == Op::Scalar) return scalar_node(t, scalar_as_double(*a), scalar_as_int(*a));
+  return ctx().make(Op::Cast, t, a->shape, a->chunks, {a});
+}
+
+NodeRef broadcast_node(const NodeRef& a, const Shape& shape, const Chunks& chunks) {
+  if (a->shape == shape) return a;
+  return ctx().make(Op::Broadcast, a->dtype, shape, chunks, {a});
+}
+
+Shape broadcast_shapes(const std::string& op, const Shape& a, const Shape& b) {
+  size_t r = std::max(a.size(), b.size());
+  Shape out(r);
+  for (size_t k = 0; k < r; ++k) {
+    int64_t da = k + a.size() >= r ? a[k + a.size() - r] : 1;
+    int64_t db = k + b.size() >= r ? b[k + b.size() - r] : 1;
+    if (da != db && da != 1 && db != 1)
+      throw Error(op + ": operands could not be broadcast together with shapes " + shape_str(a) +
+                  " " + shape_str(b));
+    out[k] = da == 1 ? db : da;
+  }
+  return out;
+}
+
+Chunks elementwise_chunks(const Shape& shape, const std::vector<NodeRef>& operands) {
+  Chunks out(shape.size());
+  for (size_t k = 0; k < shape.size(); ++k) {
+    for (const auto& op : operands) {
+      size_t r = op->shape.size();
+      if (k + r < shape.size()) continue;
+      size_t j = k + r - shape.size();
+      if (op->shape[j] == shape[k]) {
+        out[k] = op->chunks[j];
+        break;
+      }
+    }
+    if (out[k].empty()) out[k] = {shape[k]};
+  }
+  return out;
+}
+
+Attrs contiguous_view(const Shape& shape) {
+  Attrs a;
+  a.offset = 0;
+  a.strides = c_strides(shape);
+  return a;
+}
+
+int normalize_axis(const std::string& op, int axis, int rank) {
+  if (axis < -rank || axis >= rank)
+    throw Error(op + ": axis " + std::to_string(axis) + " is out of bounds for an array of rank " +
+                std::to_string(rank));
+  return axis < 0 ? axis + rank : axis;
+}
+
+}  // namespace kiln::detail

@@ -1,0 +1,27 @@
+// Helpers shared by the frontend's builder files (not part of the public API).
+#pragma once
+#include <string>
+#include <vector>
+
+#include "kiln/kiln.hpp"
+
+namespace kiln::detail {
+
+inline Context& ctx() { return Context::global(); }
+
+// Validates a user block shape for `shape` and turns it into a chunk grid; empty or 0 = auto.
+Chunks make_chunks(const std::string& op, const Shape& shape, const Shape& block);
+// A Scalar node of the given dtype holding v.
+NodeRef scalar_node(DType dtype, double f, int64_t i);
+NodeRef cast_node(const NodeRef& a, DType t);
+NodeRef broadcast_node(const NodeRef& a, const Shape& shape, const Chunks& chunks);
+// NumPy's broadcast of two shapes; throws kiln::Error naming op and both shapes.
+Shape broadcast_shapes(const std::string& op, const Shape& a, const Shape& b);
+// Output chunks for an element-wise op over operands broadcast to `shape`: each dim takes the
+// chunks of the first operand that spans it.
+Chunks elementwise_chunks(const Shape& shape, const std::vector<NodeRef>& operands);
+// A leaf view over a C-contiguous range of `shape`.
+Attrs contiguous_view(const Shape& shape);
+int normalize_axis(const std::string& op, int axis, int rank);
+
+}  // namespace kiln::detail

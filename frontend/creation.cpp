@@ -1,0 +1,150 @@
+// Creation: constants, ranges, user memory, .npy files and random generators. Every creator
+// makes a leaf whose elements are a pure function of their index, so slices and chunkings of it
+// never need the rest of the array.
+#include <cmath>
+
+#include "frontend/build.hpp"
+#include "support/npy.hpp"
+
+namespace kiln {
+using namespace detail;
+
+namespace {
+DType scalar_dtype(const Scalar& v) {
+  switch (v.kind) {
+    case ScalarKind::Bool:
+      return DType::Bool;
+    case ScalarKind::Int:
+      return DType::Int64;
+    case ScalarKind::Float:
+      return DType::Float64;
+  }
+  return DType::Float64;
+}
+
+NodeRef iota(int64_t n, const Shape& chunks, const char* op) {
+  Shape shape{n};
+  return ctx().make(Op::Iota, DType::Int64, shape, make_chunks(op, shape, chunks), {},
+                    contiguous_view(shape));
+}
+}  // namespace
+
+Array scalar(Scalar v) { return Array(scalar_node(scalar_dtype(v), v.f, v.i)); }
+Array scalar(Scalar v, DType dtype) { return Array(scalar_node(dtype, v.f, v.i)); }
+
+Array full(const Shape& shape, Scalar value, DType dtype, const Shape& chunks) {
+  Chunks c = make_chunks("full", shape, chunks);
+  return Array(broadcast_node(scalar_node(dtype, value.f, value.i), shape, c));
+}
+Array full(const Shape& shape, Scalar value, const Shape& chunks) {
+  return full(shape, value, scalar_dtype(value), chunks);
+}
+Array zeros(const Shape& shape, const Shape& chunks, DType dtype) {
+  return full(shape, 0, dtype, chunks);
+}
+Array ones(const Shape& shape, const Shape& chunks, DType dtype) {
+  return full(shape, 1, dtype, chunks);
+}
+
+Array arange(Scalar stop, const Shape& chunks) { return arange(0, stop, 1, chunks); }
+
+Array arange(Scalar start, Scalar stop, Scalar step, const Shape& chunks) {
+  bool ints = start.kind != ScalarKind::Float && stop.kind != ScalarKind::Float &&
+              step.kind != ScalarKind::Float;
+  if (step.f == 0) throw Error("arange: step must not be zero");
+  if (!std::isfinite(start.f) || !std::isfinite(stop.f) || !std::isfinite(step.f))
+    throw Error("arange: start, stop and step must be finite");
+  double span = std::ceil((stop.f - start.f) / step.f);
+  int64_t n;
+  if (ints) {
+    int64_t d = stop.i - start.i, s = step.i;
+    n = d / s + ((d % s != 0) && ((d > 0) == (s > 0)) ? 1 : 0);
+  } else {
+    n = static_cast<int64_t>(span);
+  }
+  if (n < 0) n = 0;
+  NodeRef i = iota(n, chunks, "arange");
+  if (ints) return Array(i) * step.i + start.i;
+  // NumPy fills start + k * (second - first), with the difference taken in floating point.
+  double delta = (start.f + step.f) - start.f;
+  return Array(i).astype(DType::Float64) * delta + start.f;
+}
+
+Array linspace(double start, double stop, int64_t num, bool endpoint, const Shape& chunks) {
+  if (num < 0) throw Error("linspace: num must be non-negative, got " + std::to_string(num));
+  int64_t div = endpoint ? num - 1 : num;
+  Array k = Array(iota(num, chunks, "linspace")).astype(DType::Float64);
+  if (div <= 0) return k * (stop - start) + start;
+  Array y = k * ((stop - start) / static_cast<double>(div)) + start;
+  if (endpoint && num > 1) y = where(k == static_cast<double>(num - 1), scalar(stop), y);
+  return y;
+}
+
+Array from_buffer(const void* data, DType dtype, const Shape& shape, const Shape& chunks) {
+  Chunks c = make_chunks("from_buffer", shape, chunks);
+  if (!data && num_elements(shape) > 0)
+    throw Error("from_buffer: data is null for a non-empty shape " + shape_str(shape));
+  Attrs a = contiguous_view(shape);
+  a.ptr = data;
+  return Array(ctx().make(Op::Buffer, dtype, shape, c, {}, std::move(a)));
+}
+
+Array load_npy(const std::string& path, const Shape& chunks) {
+  MappedNpy m = map_npy(path);
+  DType t = dtype_from_npy_descr(m.info.descr, "load_npy('" + path + "')");
+  Chunks c = make_chunks("load_npy", m.info.shape, chunks);
+  Attrs a = contiguous_view(m.info.shape);
+  a.ptr = m.data;
+  a.owner = m.owner;
+  return Array(ctx().make(Op::Buffer, t, m.info.shape, c, {}, std::move(a)));
+}
+
+void save_npy(const std::string& path, const Array& a) { a.compute().save_npy(path); }
+
+namespace random {
+
+Array Generator::make(RandomKind kind, const Shape& shape, const Shape& chunks, int64_t lo,
+                      int64_t hi, DType dtype) {
+  Chunks c = make_chunks("random", shape, chunks);
+  Attrs a = contiguous_view(shape);
+  a.ints = {static_cast<int64_t>(kind), next_stream_++, lo, hi};
+  a.i = static_cast<int64_t>(seed_);
+  return Array(ctx().make(Op::Random, dtype, shape, c, {}, std::move(a)));
+}
+
+Array Generator::uniform(double low, double high, const Shape& shape, const Shape& chunks,
+                         DType dtype) {
+  if (!is_float(dtype))
+    throw Error(std::string("random.uniform: dtype must be float32 or float64, got ") +
+                dtype_name(dtype));
+  if (!std::isfinite(low) || !std::isfinite(high))
+    throw Error("random.uniform: low and high must be finite");
+  Array u = make(RandomKind::Uniform, shape, chunks);
+  Array r = (low == 0 && high == 1) ? u : u * (high - low) + low;
+  return r.astype(dtype);
+}
+
+Array Generator::standard_normal(const Shape& shape, const Shape& chunks) {
+  return make(RandomKind::Normal, shape, chunks);
+}
+
+Array Generator::normal(double mean, double std, const Shape& shape, const Shape& chunks) {
+  if (!(std >= 0) || !std::isfinite(std) || !std::isfinite(mean))
+    throw Error("random.normal: expected finite mean and std >= 0, got mean " +
+                std::to_string(mean) + ", std " + std::to_string(std));
+  return standard_normal(shape, chunks) * std + mean;
+}
+
+Array Generator::integers(int64_t low, int64_t high, const Shape& shape, const Shape& chunks,
+                          DType dtype) {
+  if (high <= low)
+    throw Error("random.integers: expected low < high, got low " + std::to_string(low) + ", high " +
+                std::to_string(high));
+  if (!is_int(dtype))
+    throw Error(std::string("random.integers: dtype must be int32 or int64, got ") +
+                dtype_name(dtype));
+  return make(RandomKind::Integers, shape, chunks, low, high, DType::Int64).astype(dtype);
+}
+
+}  // namespace random
+}  // namespace kiln

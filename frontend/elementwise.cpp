@@ -1,0 +1,144 @@
+// Element-wise ops: NumPy broadcasting and type promotion, made explicit in the graph as
+// Broadcast and Cast nodes, so later stages see operands of one shape and one compute type.
+#include "frontend/build.hpp"
+
+namespace kiln {
+using namespace detail;
+
+namespace {
+
+bool is_float_ufunc(UnaryFn f) {
+  switch (f) {
+    case UnaryFn::Sqrt:
+    case UnaryFn::Exp:
+    case UnaryFn::Expm1:
+    case UnaryFn::Log:
+    case UnaryFn::Log1p:
+    case UnaryFn::Sin:
+    case UnaryFn::Cos:
+    case UnaryFn::Tan:
+    case UnaryFn::Tanh:
+    case UnaryFn::Arcsin:
+    case UnaryFn::Arccos:
+    case UnaryFn::Arctan:
+    case UnaryFn::Sigmoid:
+    case UnaryFn::Floor:
+    case UnaryFn::Ceil:
+      return true;
+    default:
+      return false;
+  }
+}
+
+// The type both operands are converted to before the op, from the promoted operand type.
+DType compute_type(BinaryFn f, DType promoted) {
+  if (f == BinaryFn::Div) return float_result(promoted);
+  if (f == BinaryFn::And || f == BinaryFn::Or) return DType::Bool;
+  return promoted;
+}
+
+DType result_type(BinaryFn f, DType compute) {
+  return is_comparison(f) || f == BinaryFn::And || f == BinaryFn::Or ? DType::Bool : compute;
+}
+
+Array make_binary(BinaryFn f, NodeRef a, NodeRef b, DType promoted) {
+  std::string op = binary_name(f);
+  DType ct = compute_type(f, promoted);
+  if ((f == BinaryFn::Sub) && ct == DType::Bool)
+    throw Error(
+        "subtract: boolean subtract is not supported (operands bool, bool); use "
+        "logical_xor-style expressions or astype(int)");
+  Shape shape = broadcast_shapes(op, a->shape, b->shape);
+  Chunks chunks = elementwise_chunks(shape, {a, b});
+  a = broadcast_node(cast_node(a, ct), shape, chunks);
+  b = broadcast_node(cast_node(b, ct), shape, chunks);
+  Attrs attrs;
+  attrs.ints = {static_cast<int64_t>(f)};
+  return Array(ctx().make(Op::Binary, result_type(f, ct), shape, chunks, {a, b}, attrs));
+}
+
+NodeRef weak_scalar(const Scalar& s, DType t) { return scalar_node(t, s.f, s.i); }
+
+void check_array(const Array& a, const char* op) {
+  if (!a.node()) throw Error(std::string(op) + ": operand is an empty (default-constructed) Array");
+}
+
+}  // namespace
+
+Array binary(BinaryFn f, const Array& a, const Array& b) {
+  check_array(a, binary_name(f));
+  check_array(b, binary_name(f));
+  return make_binary(f, a.node(), b.node(), promote(a.dtype(), b.dtype()));
+}
+
+Array binary(BinaryFn f, const Array& a, Scalar b) {
+  check_array(a, binary_name(f));
+  DType t = promote_scalar(a.dtype(), b.kind);
+  return make_binary(f, a.node(), weak_scalar(b, t), t);
+}
+
+Array binary(BinaryFn f, Scalar a, const Array& b) {
+  check_array(b, binary_name(f));
+  DType t = promote_scalar(b.dtype(), a.kind);
+  return make_binary(f, weak_scalar(a, t), b.node(), t);
+}
+
+Array unary(UnaryFn f, const Array& a) {
+  check_array(a, unary_name(f));
+  NodeRef in = a.node();
+  DType out = in->dtype;
+  if (f == UnaryFn::Neg && in->dtype == DType::Bool)
+    throw Error("negative: the - operator is not supported for bool arrays (shape " +
+                shape_str(in->shape) + "); use logical_not or ~ instead");
+  if (is_float_ufunc(f)) {
+    out = float_result(in->dtype);
+    in = cast_node(in, out);
+  } else if (f == UnaryFn::IsNan || f == UnaryFn::IsFinite || f == UnaryFn::Not) {
+    out = DType::Bool;
+  }
+  Attrs attrs;
+  attrs.ints = {static_cast<int64_t>(f)};
+  return Array(ctx().make(Op::Unary, out, in->shape, in->chunks, {in}, attrs));
+}
+
+Array where(const Array& cond, const Array& a, const Array& b) {
+  check_array(cond, "where");
+  check_array(a, "where");
+  check_array(b, "where");
+  DType t = promote(a.dtype(), b.dtype());
+  Shape shape =
+      broadcast_shapes("where", broadcast_shapes("where", cond.shape(), a.shape()), b.shape());
+  Chunks chunks = elementwise_chunks(shape, {cond.node(), a.node(), b.node()});
+  NodeRef c = broadcast_node(cast_node(cond.node(), DType::Bool), shape, chunks);
+  NodeRef x = broadcast_node(cast_node(a.node(), t), shape, chunks);
+  NodeRef y = broadcast_node(cast_node(b.node(), t), shape, chunks);
+  return Array(ctx().make(Op::Where, t, shape, chunks, {c, x, y}));
+}
+
+Array where(const Array& cond, Scalar a, const Array& b) {
+  return where(cond, Array(weak_scalar(a, promote_scalar(b.dtype(), a.kind))), b);
+}
+Array where(const Array& cond, const Array& a, Scalar b) {
+  return where(cond, a, Array(weak_scalar(b, promote_scalar(a.dtype(), b.kind))));
+}
+Array where(const Array& cond, Scalar a, Scalar b) {
+  DType ta = a.kind == ScalarKind::Float ? DType::Float64
+             : a.kind == ScalarKind::Int ? DType::Int64
+                                         : DType::Bool;
+  DType tb = b.kind == ScalarKind::Float ? DType::Float64
+             : b.kind == ScalarKind::Int ? DType::Int64
+                                         : DType::Bool;
+  DType t = promote(ta, tb);
+  return where(cond, Array(weak_scalar(a, t)), Array(weak_scalar(b, t)));
+}
+
+Array clip(const Array& a, Scalar lo, Scalar hi) { return minimum(maximum(a, lo), hi); }
+
+Array astype(const Array& a, DType t) { return a.astype(t); }
+
+Array Array::astype(DType t) const {
+  check_array(*this, "astype");
+  return Array(cast_node(node_, t));
+}
+
+}  // namespace kiln

@@ -1,0 +1,335 @@
+// Kiln's public API: lazy, chunked, NumPy-style arrays. Nothing runs until compute().
+//
+//   kiln::random::Generator rng(0);
+//   auto x = rng.normal(10, 1, {20000, 20000}, {2000, 2000});
+//   double s = (x + 1).slice({{0, {}, 2}, {0, {}, 2}}).sum().compute().item<double>();
+#pragma once
+#include <cstdint>
+#include <iosfwd>
+#include <memory>
+#include <optional>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "ir/dtype.hpp"
+#include "ir/node.hpp"
+#include "support/error.hpp"
+
+namespace kiln {
+
+// A C++ number used in an array expression. Scalars are weak (NEP 50): `int32_array + 1` stays
+// int32, `float32_array * 0.5` stays float32, `int_array + 0.5` becomes float64.
+struct Scalar {
+  ScalarKind kind;
+  double f = 0;
+  int64_t i = 0;
+  template <class T, class = std::enable_if_t<std::is_arithmetic_v<T>>>
+  Scalar(T v) {  // NOLINT: implicit on purpose
+    if constexpr (std::is_same_v<T, bool>) {
+      kind = ScalarKind::Bool;
+      i = v;
+      f = v;
+    } else if constexpr (std::is_integral_v<T>) {
+      kind = ScalarKind::Int;
+      i = static_cast<int64_t>(v);
+      f = static_cast<double>(v);
+    } else {
+      kind = ScalarKind::Float;
+      f = static_cast<double>(v);
+      i = static_cast<int64_t>(v);
+    }
+  }
+};
+
+// One entry of a basic index: start:stop:step (NumPy defaults when omitted) or an integer index.
+struct Slice {
+  std::optional<int64_t> start, stop;
+  int64_t step = 1;
+  bool is_index = false;
+  Slice() = default;
+  Slice(std::optional<int64_t> b, std::optional<int64_t> e, int64_t s = 1)
+      : start(b), stop(e), step(s) {}
+  static Slice all() { return {}; }
+  static Slice index(int64_t i) {
+    Slice s;
+    s.start = i;
+    s.is_index = true;
+    return s;
+  }
+};
+
+// A computed array in host memory, C-contiguous.
+class NDArray {
+ public:
+  NDArray() = default;
+  NDArray(DType dtype, Shape shape);  // allocates, zero-filled
+  NDArray(DType dtype, Shape shape, std::shared_ptr<void> storage, void* data);
+  DType dtype() const { return dtype_; }
+  const Shape& shape() const { return shape_; }
+  int ndim() const { return static_cast<int>(shape_.size()); }
+  int64_t size() const { return num_elements(shape_); }
+  size_t nbytes() const { return static_cast<size_t>(size()) * dtype_size(dtype_); }
+  void* data() { return data_; }
+  const void* data() const { return data_; }
+  template <class T>
+  const T* data_as() const {
+    check_type(sizeof(T), std::is_floating_point_v<T>, std::is_same_v<T, bool>);
+    return static_cast<const T*>(data_);
+  }
+  // Element at a flat index converted to double / int64 (any dtype).
+  double at(int64_t flat) const;
+  int64_t at_int(int64_t flat) const;
+  // The single element of a size-1 array, converted to T.
+  template <class T>
+  T item() const {
+    if (size() != 1)
+      throw Error("NDArray.item: expected an array of size 1, got shape " + shape_str(shape_));
+    if constexpr (std::is_floating_point_v<T>)
+      return static_cast<T>(at(0));
+    else
+      return static_cast<T>(at_int(0));
+  }
+  void save_npy(const std::string& path) const;
+  const std::shared_ptr<void>& storage() const { return storage_; }
+
+ private:
+  void check_type(size_t size, bool fp, bool boolean) const;
+  DType dtype_ = DType::Float64;
+  Shape shape_;
+  std::shared_ptr<void> storage_;
+  void* data_ = nullptr;
+};
+
+class Array {
+ public:
+  Array() = default;
+  explicit Array(NodeRef node) : node_(std::move(node)) {}
+  const NodeRef& node() const { return node_; }
+  DType dtype() const { return node_->dtype; }
+  const Shape& shape() const { return node_->shape; }
+  const Chunks& chunks() const { return node_->chunks; }
+  int ndim() const { return node_->rank(); }
+  int64_t size() const { return node_->size(); }
+
+  NDArray compute() const;
+  // Computes the array and keeps its blocks: the returned array reads them instead of
+  // re-evaluating the expression.
+  Array persist() const;
+
+  Array slice(const std::vector<Slice>& index) const;
+  Array operator[](int64_t i) const { return slice({Slice::index(i)}); }
+  Array astype(DType t) const;
+  Array transpose(std::vector<int> perm = {}) const;
+  Array T() const { return transpose(); }
+  Array reshape(Shape shape) const;  // one entry may be -1
+  Array rechunk(Shape block) const;
+  Array broadcast_to(Shape shape) const;
+
+  Array sum(std::vector<int> axes = {}, bool keepdims = false) const;
+  Array prod(std::vector<int> axes = {}, bool keepdims = false) const;
+  Array mean(std::vector<int> axes = {}, bool keepdims = false) const;
+  Array min(std::vector<int> axes = {}, bool keepdims = false) const;
+  Array max(std::vector<int> axes = {}, bool keepdims = false) const;
+  Array all(std::vector<int> axes = {}, bool keepdims = false) const;
+  Array any(std::vector<int> axes = {}, bool keepdims = false) const;
+  Array var(std::vector<int> axes = {}, bool keepdims = false, int ddof = 0) const;
+  Array std(std::vector<int> axes = {}, bool keepdims = false, int ddof = 0) const;
+
+ private:
+  NodeRef node_;
+};
+
+// ---- creation ----------------------------------------------------------------------------------
+// `chunks` is the block shape (like Dask's chunks=(1000, 1000)); empty or 0 in a dim means "auto".
+Array scalar(Scalar v);
+Array scalar(Scalar v, DType dtype);
+Array full(const Shape& shape, Scalar value, const Shape& chunks = {});
+Array full(const Shape& shape, Scalar value, DType dtype, const Shape& chunks = {});
+Array zeros(const Shape& shape, const Shape& chunks = {}, DType dtype = DType::Float64);
+Array ones(const Shape& shape, const Shape& chunks = {}, DType dtype = DType::Float64);
+// arange(stop), arange(start, stop, step): int64 when all three are integers, else float64.
+Array arange(Scalar stop, const Shape& chunks = {});
+Array arange(Scalar start, Scalar stop, Scalar step = 1, const Shape& chunks = {});
+Array linspace(double start, double stop, int64_t num, bool endpoint = true,
+               const Shape& chunks = {});
+// Wraps memory without copying; the caller keeps it alive and unchanged until results are used.
+Array from_buffer(const void* data, DType dtype, const Shape& shape, const Shape& chunks = {});
+template <class T>
+Array from_buffer(const T* data, const Shape& shape, const Shape& chunks = {});
+// Memory-maps an .npy file; blocks are read lazily when a kernel touches them.
+Array load_npy(const std::string& path, const Shape& chunks = {});
+void save_npy(const std::string& path, const Array& a);
+
+namespace random {
+class Generator {
+ public:
+  explicit Generator(uint64_t seed) : seed_(seed) {}
+  // Floats in [low, high).
+  Array uniform(double low, double high, const Shape& shape, const Shape& chunks = {},
+                DType dtype = DType::Float64);
+  Array normal(double mean, double std, const Shape& shape, const Shape& chunks = {});
+  Array standard_normal(const Shape& shape, const Shape& chunks = {});
+  // Integers in [low, high).
+  Array integers(int64_t low, int64_t high, const Shape& shape, const Shape& chunks = {},
+                 DType dtype = DType::Int64);
+
+ private:
+  Array make(RandomKind kind, const Shape& shape, const Shape& chunks, int64_t lo = 0,
+             int64_t hi = 0, DType dtype = DType::Float64);
+  uint64_t seed_;
+  uint32_t next_stream_ = 0;  // each call draws an independent stream
+};
+}  // namespace random
+
+// ---- element-wise ------------------------------------------------------------------------------
+Array unary(UnaryFn f, const Array& a);
+Array binary(BinaryFn f, const Array& a, const Array& b);
+Array binary(BinaryFn f, const Array& a, Scalar b);
+Array binary(BinaryFn f, Scalar a, const Array& b);
+
+#define KILN_DECLARE_BINARY_OP(op, fn)                                         \
+  inline Array op(const Array& a, const Array& b) { return binary(fn, a, b); } \
+  inline Array op(const Array& a, Scalar b) { return binary(fn, a, b); }       \
+  inline Array op(Scalar a, const Array& b) { return binary(fn, a, b); }
+KILN_DECLARE_BINARY_OP(operator+, BinaryFn::Add)
+KILN_DECLARE_BINARY_OP(operator-, BinaryFn::Sub)
+KILN_DECLARE_BINARY_OP(operator*, BinaryFn::Mul)
+KILN_DECLARE_BINARY_OP(operator/, BinaryFn::Div)
+KILN_DECLARE_BINARY_OP(operator%, BinaryFn::Mod)
+KILN_DECLARE_BINARY_OP(operator<, BinaryFn::Lt)
+KILN_DECLARE_BINARY_OP(operator<=, BinaryFn::Le)
+KILN_DECLARE_BINARY_OP(operator>, BinaryFn::Gt)
+KILN_DECLARE_BINARY_OP(operator>=, BinaryFn::Ge)
+KILN_DECLARE_BINARY_OP(operator==, BinaryFn::Eq)
+KILN_DECLARE_BINARY_OP(operator!=, BinaryFn::Ne)
+KILN_DECLARE_BINARY_OP(operator&, BinaryFn::And)
+KILN_DECLARE_BINARY_OP(operator|, BinaryFn::Or)
+KILN_DECLARE_BINARY_OP(logical_and, BinaryFn::And)
+KILN_DECLARE_BINARY_OP(logical_or, BinaryFn::Or)
+KILN_DECLARE_BINARY_OP(pow, BinaryFn::Pow)
+KILN_DECLARE_BINARY_OP(maximum, BinaryFn::Max)
+KILN_DECLARE_BINARY_OP(minimum, BinaryFn::Min)
+KILN_DECLARE_BINARY_OP(mod, BinaryFn::Mod)
+#undef KILN_DECLARE_BINARY_OP
+
+inline Array operator-(const Array& a) { return unary(UnaryFn::Neg, a); }
+inline Array operator!(const Array& a) { return unary(UnaryFn::Not, a); }
+inline Array operator~(const Array& a) { return unary(UnaryFn::Not, a); }
+inline Array logical_not(const Array& a) { return unary(UnaryFn::Not, a); }
+#define KILN_DECLARE_UNARY(name, fn) \
+  inline Array name(const Array& a) { return unary(fn, a); }
+KILN_DECLARE_UNARY(abs, UnaryFn::Abs)
+KILN_DECLARE_UNARY(sqrt, UnaryFn::Sqrt)
+KILN_DECLARE_UNARY(exp, UnaryFn::Exp)
+KILN_DECLARE_UNARY(expm1, UnaryFn::Expm1)
+KILN_DECLARE_UNARY(log, UnaryFn::Log)
+KILN_DECLARE_UNARY(log1p, UnaryFn::Log1p)
+KILN_DECLARE_UNARY(sin, UnaryFn::Sin)
+KILN_DECLARE_UNARY(cos, UnaryFn::Cos)
+KILN_DECLARE_UNARY(tan, UnaryFn::Tan)
+KILN_DECLARE_UNARY(tanh, UnaryFn::Tanh)
+KILN_DECLARE_UNARY(arcsin, UnaryFn::Arcsin)
+KILN_DECLARE_UNARY(arccos, UnaryFn::Arccos)
+KILN_DECLARE_UNARY(arctan, UnaryFn::Arctan)
+KILN_DECLARE_UNARY(floor, UnaryFn::Floor)
+KILN_DECLARE_UNARY(ceil, UnaryFn::Ceil)
+KILN_DECLARE_UNARY(round, UnaryFn::Round)
+KILN_DECLARE_UNARY(sign, UnaryFn::Sign)
+KILN_DECLARE_UNARY(isnan, UnaryFn::IsNan)
+KILN_DECLARE_UNARY(isfinite, UnaryFn::IsFinite)
+KILN_DECLARE_UNARY(sigmoid, UnaryFn::Sigmoid)
+#undef KILN_DECLARE_UNARY
+
+Array where(const Array& cond, const Array& a, const Array& b);
+Array where(const Array& cond, Scalar a, const Array& b);
+Array where(const Array& cond, const Array& a, Scalar b);
+Array where(const Array& cond, Scalar a, Scalar b);
+Array clip(const Array& a, Scalar lo, Scalar hi);
+Array astype(const Array& a, DType t);
+
+// ---- reductions (empty axes: all axes) --------------------------------------------------------
+Array reduce(ReduceFn f, const Array& a, std::vector<int> axes = {}, bool keepdims = false);
+inline Array sum(const Array& a, std::vector<int> ax = {}, bool kd = false) {
+  return a.sum(ax, kd);
+}
+inline Array prod(const Array& a, std::vector<int> ax = {}, bool kd = false) {
+  return a.prod(ax, kd);
+}
+inline Array mean(const Array& a, std::vector<int> ax = {}, bool kd = false) {
+  return a.mean(ax, kd);
+}
+inline Array min(const Array& a, std::vector<int> ax = {}, bool kd = false) {
+  return a.min(ax, kd);
+}
+inline Array max(const Array& a, std::vector<int> ax = {}, bool kd = false) {
+  return a.max(ax, kd);
+}
+inline Array all(const Array& a, std::vector<int> ax = {}, bool kd = false) {
+  return a.all(ax, kd);
+}
+inline Array any(const Array& a, std::vector<int> ax = {}, bool kd = false) {
+  return a.any(ax, kd);
+}
+
+// ---- structure ---------------------------------------------------------------------------------
+Array concatenate(const std::vector<Array>& arrays, int axis = 0);
+Array stack(const std::vector<Array>& arrays, int axis = 0);
+
+// ---- evaluation --------------------------------------------------------------------------------
+struct ComputeOptions {
+  bool fuse = true;                 // false: every op its own kernel and task (--no-fuse)
+  int threads = 0;                  // 0: KILN_THREADS or all cores
+  std::ostream* ir = nullptr;       // IR after each pass + fusion summary (--emit-ir)
+  std::ostream* kernels = nullptr;  // kernel IR of newly planned kernels
+  std::string dot_file;             // fused graph as Graphviz (--emit-dot)
+};
+
+// Evaluates several arrays in one plan that shares their common work.
+std::vector<NDArray> compute(const std::vector<Array>& arrays);
+std::vector<NDArray> compute(const std::vector<Array>& arrays, const ComputeOptions& options);
+
+// Counters since the process started, and figures of the last compute() on this thread.
+struct Stats {
+  int64_t plans_built = 0;  // pipeline + lowering runs (plan cache misses)
+  int64_t plan_cache_hits = 0;
+  int64_t kernels_compiled = 0;  // LLVM optimizations + code generations
+  int64_t kernels_from_disk = 0;
+  double compile_seconds = 0;
+  // Last compute():
+  bool last_cached = false;
+  int64_t last_tasks = 0;    // kernel + combine tasks executed
+  int64_t last_kernels = 0;  // distinct kernels in its plan
+  int64_t last_peak_bytes = 0;
+  double last_compile_seconds = 0;
+  double last_seconds = 0;  // wall time of the whole compute()
+};
+Stats stats();
+// Forgets cached plans (kernels stay compiled).
+void clear_plan_cache();
+template <class... A, class = std::enable_if_t<(std::is_same_v<A, Array> && ...)>>
+std::vector<NDArray> compute(const Array& a, const A&... rest) {
+  return compute(std::vector<Array>{a, rest...});
+}
+
+template <class T>
+constexpr DType dtype_of() {
+  if constexpr (std::is_same_v<T, bool>)
+    return DType::Bool;
+  else if constexpr (std::is_same_v<T, int32_t>)
+    return DType::Int32;
+  else if constexpr (std::is_same_v<T, int64_t>)
+    return DType::Int64;
+  else if constexpr (std::is_same_v<T, float>)
+    return DType::Float32;
+  else {
+    static_assert(std::is_same_v<T, double>, "Kiln supports bool, int32, int64, float, double");
+    return DType::Float64;
+  }
+}
+template <class T>
+Array from_buffer(const T* data, const Shape& shape, const Shape& chunks) {
+  return from_buffer(static_cast<const void*>(data), dtype_of<T>(), shape, chunks);
+}
+
+}  // namespace kiln

@@ -1,0 +1,71 @@
+#include <cstring>
+
+#include "kiln/kiln.hpp"
+#include "runtime/memory.hpp"
+#include "support/npy.hpp"
+
+namespace kiln {
+
+NDArray::NDArray(DType dtype, Shape shape) : dtype_(dtype), shape_(std::move(shape)) {
+  for (int64_t d : shape_)
+    if (d < 0) throw Error("NDArray: negative dimension in shape " + shape_str(shape_));
+  size_t bytes = nbytes();
+  storage_ = host_buffer(bytes);
+  data_ = storage_.get();
+  std::memset(data_, 0, bytes);
+}
+
+NDArray::NDArray(DType dtype, Shape shape, std::shared_ptr<void> storage, void* data)
+    : dtype_(dtype), shape_(std::move(shape)), storage_(std::move(storage)), data_(data) {}
+
+void NDArray::check_type(size_t size, bool fp, bool boolean) const {
+  bool ok =
+      size == dtype_size(dtype_) && fp == is_float(dtype_) && boolean == (dtype_ == DType::Bool);
+  if (!ok)
+    throw Error(std::string("NDArray.data_as: the array's dtype is ") + dtype_name(dtype_) +
+                ", which does not match the requested element type");
+}
+
+double NDArray::at(int64_t flat) const {
+  if (flat < 0 || flat >= size())
+    throw Error("NDArray.at: index " + std::to_string(flat) + " out of range for size " +
+                std::to_string(size()));
+  switch (dtype_) {
+    case DType::Bool:
+      return static_cast<const uint8_t*>(data_)[flat];
+    case DType::Int32:
+      return static_cast<const int32_t*>(data_)[flat];
+    case DType::Int64:
+      return static_cast<double>(static_cast<const int64_t*>(data_)[flat]);
+    case DType::Float32:
+      return static_cast<const float*>(data_)[flat];
+    case DType::Float64:
+      return static_cast<const double*>(data_)[flat];
+  }
+  return 0;
+}
+
+int64_t NDArray::at_int(int64_t flat) const {
+  if (flat < 0 || flat >= size())
+    throw Error("NDArray.at_int: index " + std::to_string(flat) + " out of range for size " +
+                std::to_string(size()));
+  switch (dtype_) {
+    case DType::Bool:
+      return static_cast<const uint8_t*>(data_)[flat];
+    case DType::Int32:
+      return static_cast<const int32_t*>(data_)[flat];
+    case DType::Int64:
+      return static_cast<const int64_t*>(data_)[flat];
+    case DType::Float32:
+      return static_cast<int64_t>(static_cast<const float*>(data_)[flat]);
+    case DType::Float64:
+      return static_cast<int64_t>(static_cast<const double*>(data_)[flat]);
+  }
+  return 0;
+}
+
+void NDArray::save_npy(const std::string& path) const {
+  kiln::save_npy(path, dtype_npy_descr(dtype_), shape_, data_, nbytes());
+}
+
+}  // namespace kiln

@@ -1,0 +1,105 @@
+// Reductions with axis and keepdims. var/std are built from mean, as NumPy computes them
+// (two passes: the mean, then the mean squared deviation).
+#include <algorithm>
+
+#include "frontend/build.hpp"
+
+namespace kiln {
+using namespace detail;
+
+namespace {
+DType reduce_dtype(ReduceFn f, DType in) {
+  switch (f) {
+    case ReduceFn::Sum:
+    case ReduceFn::Prod:
+      return (in == DType::Bool || in == DType::Int32) ? DType::Int64 : in;
+    case ReduceFn::Mean:
+      return float_result(in);
+    case ReduceFn::Min:
+    case ReduceFn::Max:
+      return in;
+    case ReduceFn::All:
+    case ReduceFn::Any:
+      return DType::Bool;
+    case ReduceFn::ArgMin:
+    case ReduceFn::ArgMax:
+      return DType::Int64;
+  }
+  return in;
+}
+}  // namespace
+
+Array reduce(ReduceFn f, const Array& a, std::vector<int> axes, bool keepdims) {
+  std::string op = reduce_name(f);
+  if (!a.node()) throw Error(op + ": operand is an empty (default-constructed) Array");
+  int rank = a.ndim();
+  std::vector<bool> reduced(rank, axes.empty());
+  for (int ax : axes) {
+    int k = normalize_axis(op, ax, rank);
+    if (reduced[k]) throw Error(op + ": duplicate value in axes: " + std::to_string(ax));
+    reduced[k] = true;
+  }
+  int64_t count = 1;
+  for (int k = 0; k < rank; ++k)
+    if (reduced[k]) count *= a.shape()[k];
+  if (count == 0 &&
+      (f == ReduceFn::Min || f == ReduceFn::Max || f == ReduceFn::ArgMin || f == ReduceFn::ArgMax))
+    throw Error(op + ": zero-size reduction over array of shape " + shape_str(a.shape()) +
+                ", which has no identity");
+  Shape shape;
+  Chunks chunks;
+  Attrs attrs;
+  attrs.ints = {static_cast<int64_t>(f), keepdims ? 1 : 0};
+  for (int k = 0; k < rank; ++k) {
+    if (reduced[k]) {
+      attrs.ints.push_back(k);
+      if (keepdims) {
+        shape.push_back(1);
+        chunks.push_back({1});
+      }
+    } else {
+      shape.push_back(a.shape()[k]);
+      chunks.push_back(a.chunks()[k]);
+    }
+  }
+  if (attrs.ints.size() == 2) return a.astype(reduce_dtype(f, a.dtype()));  // no axes: nothing
+  return Array(ctx().make(Op::Reduce, reduce_dtype(f, a.dtype()), shape, chunks, {a.node()},
+                          std::move(attrs)));
+}
+
+Array Array::sum(std::vector<int> ax, bool kd) const {
+  return reduce(ReduceFn::Sum, *this, ax, kd);
+}
+Array Array::prod(std::vector<int> ax, bool kd) const {
+  return reduce(ReduceFn::Prod, *this, ax, kd);
+}
+Array Array::mean(std::vector<int> ax, bool kd) const {
+  return reduce(ReduceFn::Mean, *this, ax, kd);
+}
+Array Array::min(std::vector<int> ax, bool kd) const {
+  return reduce(ReduceFn::Min, *this, ax, kd);
+}
+Array Array::max(std::vector<int> ax, bool kd) const {
+  return reduce(ReduceFn::Max, *this, ax, kd);
+}
+Array Array::all(std::vector<int> ax, bool kd) const {
+  return reduce(ReduceFn::All, *this, ax, kd);
+}
+Array Array::any(std::vector<int> ax, bool kd) const {
+  return reduce(ReduceFn::Any, *this, ax, kd);
+}
+
+Array Array::var(std::vector<int> ax, bool kd, int ddof) const {
+  Array x = astype(float_result(dtype()));
+  Array d = x - x.mean(ax, true);
+  Array v = (d * d).mean(ax, kd);
+  if (ddof == 0) return v;
+  int64_t n = size() / std::max<int64_t>(1, v.size());
+  return v * (static_cast<double>(n) / static_cast<double>(std::max<int64_t>(n - ddof, 0)));
+}
+
+Array Array::std(std::vector<int> ax, bool kd, int ddof) const {
+  return kiln::sqrt(var(ax, kd, ddof));
+}
+
+}  // namespace kiln

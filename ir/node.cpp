@@ -1,0 +1,259 @@
+#include "ir/node.hpp"
+
+#include <algorithm>
+#include <unordered_set>
+
+#include "support/error.hpp"
+#include "support/hash.hpp"
+
+namespace kiln {
+
+const char* op_name(Op op) {
+  switch (op) {
+#define KILN_OP(name, cat) \
+  case Op::name:           \
+    return #name;
+#include "ir/ops.def"
+#undef KILN_OP
+  }
+  return "?";
+}
+
+OpCategory op_category(Op op) {
+  switch (op) {
+#define KILN_OP(name, cat) \
+  case Op::name:           \
+    return OpCategory::cat;
+#include "ir/ops.def"
+#undef KILN_OP
+  }
+  return OpCategory::Other;
+}
+
+const char* unary_name(UnaryFn f) {
+  switch (f) {
+#define KILN_UNARY(name, np) \
+  case UnaryFn::name:        \
+    return np;
+#include "ir/ufuncs.def"
+#undef KILN_UNARY
+  }
+  return "?";
+}
+
+const char* binary_name(BinaryFn f) {
+  switch (f) {
+#define KILN_BINARY(name, np) \
+  case BinaryFn::name:        \
+    return np;
+#include "ir/ufuncs.def"
+#undef KILN_BINARY
+  }
+  return "?";
+}
+
+const char* reduce_name(ReduceFn f) {
+  static const char* names[] = {"sum", "prod", "min",    "max",   "all",
+                                "any", "mean", "argmin", "argmax"};
+  return names[static_cast<int>(f)];
+}
+
+bool is_comparison(BinaryFn f) {
+  return f == BinaryFn::Lt || f == BinaryFn::Le || f == BinaryFn::Gt || f == BinaryFn::Ge ||
+         f == BinaryFn::Eq || f == BinaryFn::Ne;
+}
+
+int64_t num_elements(const Shape& s) {
+  int64_t n = 1;
+  for (int64_t d : s) n *= d;
+  return n;
+}
+
+Shape c_strides(const Shape& s) {
+  Shape st(s.size());
+  int64_t acc = 1;
+  for (size_t k = s.size(); k-- > 0;) {
+    st[k] = acc;
+    acc *= std::max<int64_t>(s[k], 1);
+  }
+  return st;
+}
+
+bool Attrs::operator==(const Attrs& o) const {
+  return ints == o.ints && offset == o.offset && strides == o.strides &&
+         (f == o.f || (f != f && o.f != o.f)) && i == o.i && ptr == o.ptr && owner == o.owner &&
+         slot == o.slot && cls == o.cls;
+}
+
+std::vector<int> Node::reduce_axes() const {
+  return std::vector<int>(attrs.ints.begin() + 2, attrs.ints.end());
+}
+
+namespace {
+
+uint64_t node_hash(const Node& n) {
+  uint64_t h = hash_mix(static_cast<uint64_t>(n.op), static_cast<uint64_t>(n.dtype));
+  for (int64_t d : n.shape) h = hash_mix(h, static_cast<uint64_t>(d));
+  for (const auto& c : n.chunks) {
+    h = hash_mix(h, c.size());
+    for (int64_t b : c) h = hash_mix(h, static_cast<uint64_t>(b));
+  }
+  for (const auto& in : n.inputs) h = hash_mix(h, in->hash);
+  const Attrs& a = n.attrs;
+  for (int64_t v : a.ints) h = hash_mix(h, static_cast<uint64_t>(v));
+  h = hash_mix(h, static_cast<uint64_t>(a.offset));
+  for (int64_t v : a.strides) h = hash_mix(h, static_cast<uint64_t>(v));
+  h = hash_double(h, a.f);
+  h = hash_mix(h, static_cast<uint64_t>(a.i));
+  h = hash_mix(h, reinterpret_cast<uintptr_t>(a.ptr));
+  h = hash_mix(h, static_cast<uint64_t>(a.slot));
+  h = hash_mix(h, a.cls);
+  return h;
+}
+
+bool same_node(const Node& a, const Node& b) {
+  if (a.op != b.op || a.dtype != b.dtype || a.shape != b.shape || a.chunks != b.chunks)
+    return false;
+  if (a.inputs.size() != b.inputs.size()) return false;
+  for (size_t k = 0; k < a.inputs.size(); ++k)
+    if (a.inputs[k].get() != b.inputs[k].get()) return false;
+  return a.attrs == b.attrs;
+}
+
+// Destroying the last handle of a 100000-node chain must not recurse 100000 deep: a node's inputs
+// are handed to the outermost destructor on this thread, which releases them one at a time.
+thread_local std::vector<NodeRef>* g_release_queue = nullptr;
+
+}  // namespace
+
+Node::~Node() {
+  if (ctx) ctx->forget(this);
+  if (g_release_queue) {
+    for (auto& in : inputs) g_release_queue->push_back(std::move(in));
+    return;
+  }
+  std::vector<NodeRef> queue(std::make_move_iterator(inputs.begin()),
+                             std::make_move_iterator(inputs.end()));
+  g_release_queue = &queue;
+  while (!queue.empty()) {
+    NodeRef n = std::move(queue.back());
+    queue.pop_back();
+    n.reset();  // may append n's inputs to queue
+  }
+  g_release_queue = nullptr;
+}
+
+Context& Context::global() {
+  static Context* ctx = new Context();  // never destroyed: nodes may outlive static destructors
+  return *ctx;
+}
+
+NodeRef Context::make(Op op, DType dtype, Shape shape, Chunks chunks, std::vector<NodeRef> inputs,
+                      Attrs attrs) {
+  auto node = std::make_shared<Node>();
+  node->op = op;
+  node->dtype = dtype;
+  node->shape = std::move(shape);
+  node->chunks = std::move(chunks);
+  node->inputs = std::move(inputs);
+  node->attrs = std::move(attrs);
+  node->hash = node_hash(*node);
+  NodeRef found;
+  {
+    std::lock_guard<std::recursive_mutex> lock(mu_);
+    auto range = table_.equal_range(node->hash);
+    for (auto it = range.first; it != range.second; ++it) {
+      NodeRef cand = it->second.second.lock();
+      if (cand && same_node(*cand, *node)) {
+        found = std::move(cand);
+        break;
+      }
+    }
+    if (!found) {
+      node->ctx = this;
+      table_.emplace(node->hash, std::make_pair(node.get(), std::weak_ptr<const Node>(node)));
+    }
+  }
+  if (found) return found;  // `node` (never registered) is released outside the lock
+  return node;
+}
+
+void Context::forget(const Node* n) {
+  std::lock_guard<std::recursive_mutex> lock(mu_);
+  auto range = table_.equal_range(n->hash);
+  for (auto it = range.first; it != range.second; ++it) {
+    if (it->second.first == n) {
+      table_.erase(it);
+      return;
+    }
+  }
+}
+
+size_t Context::live_nodes() const {
+  std::lock_guard<std::recursive_mutex> lock(mu_);
+  return table_.size();
+}
+
+double scalar_as_double(const Node& n) {
+  return is_float(n.dtype) ? n.attrs.f : static_cast<double>(n.attrs.i);
+}
+int64_t scalar_as_int(const Node& n) {
+  return is_float(n.dtype) ? static_cast<int64_t>(n.attrs.f) : n.attrs.i;
+}
+
+std::vector<const Node*> topo_order(const std::vector<NodeRef>& roots) {
+  std::vector<const Node*> order;
+  std::unordered_set<const Node*> seen;
+  std::vector<std::pair<const Node*, size_t>> stack;
+  for (const auto& r : roots) {
+    if (!r || !seen.insert(r.get()).second) continue;
+    stack.push_back({r.get(), 0});
+    while (!stack.empty()) {
+      auto& [n, k] = stack.back();
+      if (k < n->inputs.size()) {
+        const Node* child = n->inputs[k++].get();
+        if (seen.insert(child).second) stack.push_back({child, 0});
+      } else {
+        order.push_back(n);
+        stack.pop_back();
+      }
+    }
+  }
+  return order;
+}
+
+Chunks regular_chunks(const Shape& shape, const Shape& block) {
+  Chunks c(shape.size());
+  for (size_t d = 0; d < shape.size(); ++d) {
+    int64_t b = (d < block.size() && block[d] > 0) ? block[d] : shape[d];
+    if (shape[d] == 0) {
+      c[d] = {0};
+      continue;
+    }
+    for (int64_t s = 0; s < shape[d]; s += b) c[d].push_back(std::min(b, shape[d] - s));
+  }
+  return c;
+}
+
+Chunks single_chunks(const Shape& shape) { return regular_chunks(shape, {}); }
+
+std::string chunks_str(const Chunks& c) {
+  std::string s = "(";
+  for (size_t d = 0; d < c.size(); ++d) {
+    if (d) s += ", ";
+    bool regular = true;
+    for (size_t k = 0; k + 1 < c[d].size(); ++k) regular &= c[d][k] == c[d][0];
+    if (regular && c[d].size() > 3) {
+      bool tail = c[d].back() != c[d][0];
+      s += std::to_string(c[d][0]) + "x" + std::to_string(c[d].size() - (tail ? 1 : 0));
+      if (tail) s += "+" + std::to_string(c[d].back());
+    } else {
+      s += "(";
+      for (size_t k = 0; k < c[d].size(); ++k) s += (k ? "," : "") + std::to_string(c[d][k]);
+      s += ")";
+    }
+  }
+  return s + ")";
+}
+
+}  // namespace kiln

@@ -1,0 +1,119 @@
+// The array graph: immutable, interned nodes. Equal subexpressions are one node, so equality is a
+// pointer compare and `y = x + 1` adds exactly one node that shares all of x.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "ir/dtype.hpp"
+
+namespace kiln {
+
+enum class Op : uint8_t {
+#define KILN_OP(name, cat) name,
+#include "ir/ops.def"
+#undef KILN_OP
+};
+enum class OpCategory : uint8_t { Leaf, Elementwise, View, Reduce, Other };
+
+enum class UnaryFn : uint8_t {
+#define KILN_UNARY(name, np) name,
+#include "ir/ufuncs.def"
+#undef KILN_UNARY
+};
+enum class BinaryFn : uint8_t {
+#define KILN_BINARY(name, np) name,
+#include "ir/ufuncs.def"
+#undef KILN_BINARY
+};
+enum class ReduceFn : uint8_t { Sum, Prod, Min, Max, All, Any, Mean, ArgMin, ArgMax };
+enum class RandomKind : uint8_t { Uniform, Normal, Integers };
+
+const char* op_name(Op op);
+OpCategory op_category(Op op);
+const char* unary_name(UnaryFn f);
+const char* binary_name(BinaryFn f);
+const char* reduce_name(ReduceFn f);
+bool is_comparison(BinaryFn f);
+
+using Shape = std::vector<int64_t>;
+using Chunks = std::vector<std::vector<int64_t>>;  // per dim, the block sizes (sum = extent)
+
+int64_t num_elements(const Shape& s);
+Shape c_strides(const Shape& s);  // in elements
+
+// Op-specific attributes. Which fields an op uses is documented in ops.def.
+struct Attrs {
+  std::vector<int64_t> ints;
+  // Leaves (Buffer, Random, Iota): element (index) offset and per-dim strides of the view.
+  int64_t offset = 0;
+  std::vector<int64_t> strides;
+  // Scalar value (f for floats, i for ints/bools); Random: i is the seed.
+  double f = 0;
+  int64_t i = 0;
+  // Buffer: the data and what keeps it alive (null owner: the user guarantees lifetime).
+  const void* ptr = nullptr;
+  std::shared_ptr<const void> owner;
+  // Template graphs (values stripped for plan caching): the parameter slot, and for scalars the
+  // value class that simplification may depend on (0 other, 1 zero, 2 one, 3 two).
+  int32_t slot = -1;
+  uint8_t cls = 0;
+
+  bool operator==(const Attrs& o) const;
+};
+
+class Context;
+struct Node;
+using NodeRef = std::shared_ptr<const Node>;
+
+struct Node {
+  Op op;
+  DType dtype;
+  Shape shape;
+  Chunks chunks;
+  std::vector<NodeRef> inputs;
+  Attrs attrs;
+  uint64_t hash = 0;  // structural; computed once
+  Context* ctx = nullptr;
+
+  int rank() const { return static_cast<int>(shape.size()); }
+  int64_t size() const { return num_elements(shape); }
+  const NodeRef& in(size_t k) const { return inputs[k]; }
+  UnaryFn unary() const { return static_cast<UnaryFn>(attrs.ints[0]); }
+  BinaryFn binary() const { return static_cast<BinaryFn>(attrs.ints[0]); }
+  ReduceFn reduce_fn() const { return static_cast<ReduceFn>(attrs.ints[0]); }
+  bool keepdims() const { return attrs.ints[1] != 0; }
+  std::vector<int> reduce_axes() const;
+  ~Node();
+};
+
+// Interns nodes. Entries are weak: a node leaves the table when its last reference goes.
+class Context {
+ public:
+  static Context& global();
+  NodeRef make(Op op, DType dtype, Shape shape, Chunks chunks, std::vector<NodeRef> inputs,
+               Attrs attrs = {});
+  size_t live_nodes() const;
+  void forget(const Node* n);  // called by ~Node
+
+ private:
+  mutable std::recursive_mutex mu_;
+  std::unordered_multimap<uint64_t, std::pair<const Node*, std::weak_ptr<const Node>>> table_;
+};
+
+// Scalar value of a Scalar node as double / int64, whatever its dtype.
+double scalar_as_double(const Node& n);
+int64_t scalar_as_int(const Node& n);
+
+// Nodes reachable from roots, inputs before users (iterative; safe for very deep graphs).
+std::vector<const Node*> topo_order(const std::vector<NodeRef>& roots);
+
+// Chunk helpers.
+Chunks regular_chunks(const Shape& shape, const Shape& block);  // block <= 0 in a dim: whole dim
+Chunks single_chunks(const Shape& shape);
+std::string chunks_str(const Chunks& c);
+
+}  // namespace kiln

@@ -1,0 +1,227 @@
+#include "passes/fuse.hpp"
+
+#include <algorithm>
+#include <functional>
+#include <sstream>
+#include <unordered_set>
+
+#include "ir/view.hpp"
+#include "support/error.hpp"
+
+namespace kiln {
+
+namespace {
+
+bool is_scalar_like(const Node& n) {
+  return n.op == Op::Scalar || (n.op == Op::Broadcast && n.in(0)->op == Op::Scalar);
+}
+
+// Why `n` must exist in memory, or "" when it can be computed inside its consumers' kernels.
+std::string materialize_reason(const Node& n, bool enabled, bool is_output) {
+  std::string out = is_output ? ", output needed" : "";
+  if (n.op == Op::Reduce) return "reduction across blocks" + out;
+  if (n.op == Op::Concat) return "concatenate writes its pieces in place" + out;
+  if (is_output) return "output needed";
+  if (!enabled && !is_scalar_like(n) && op_category(n.op) != OpCategory::Leaf)
+    return "fusion disabled (--no-fuse)";
+  return "";
+}
+
+// Fills f->producer and every group's deps: the groups that fill a materialized node it reads.
+void compute_deps(FusedGraph* f) {
+  f->producer.clear();
+  for (size_t k = 0; k < f->groups.size(); ++k)
+    for (const auto& o : f->groups[k].outputs)
+      f->producer[o.target.get()].push_back(static_cast<int>(k));
+  for (auto& gr : f->groups) {
+    std::vector<int> deps;
+    std::vector<const Node*> stack;
+    std::unordered_set<const Node*> seen;
+    for (const auto& o : gr.outputs) {
+      // A stored node reads its inputs; a reduction or concatenation piece reads its value.
+      if (o.value == o.target)
+        for (const auto& in : o.value->inputs) stack.push_back(in.get());
+      else
+        stack.push_back(o.value.get());
+    }
+    while (!stack.empty()) {
+      const Node* n = stack.back();
+      stack.pop_back();
+      if (!seen.insert(n).second) continue;
+      auto p = f->producer.find(n);
+      if (p != f->producer.end()) {
+        deps.insert(deps.end(), p->second.begin(), p->second.end());
+        continue;
+      }
+      for (const auto& in : n->inputs) stack.push_back(in.get());
+    }
+    std::sort(deps.begin(), deps.end());
+    deps.erase(std::unique(deps.begin(), deps.end()), deps.end());
+    gr.deps = std::move(deps);
+  }
+}
+
+}  // namespace
+
+FusedGraph fuse(const Graph& g, bool enabled) {
+  FusedGraph f;
+  f.graph = g;
+  std::vector<const Node*> order = topo_order(g.outputs);
+  f.node_count = order.size();
+  std::unordered_map<const Node*, std::string> reason;
+  for (const auto& o : g.outputs) reason[o.get()] = materialize_reason(*o, enabled, true);
+  for (const Node* n : order) {
+    if (!reason.count(n)) {
+      std::string r = materialize_reason(*n, enabled, false);
+      if (!r.empty()) reason[n] = r;
+    }
+    // A view whose input is neither a leaf, a scalar, nor materialized cannot be folded into an
+    // index map: its input must be materialized (contiguous) first.
+    if (is_view(n->op)) {
+      const Node* in = n->in(0).get();
+      bool ok = op_category(in->op) == OpCategory::Leaf || is_scalar_like(*in) || is_view(in->op) ||
+                reason.count(in);
+      if (is_view(in->op)) {
+        // A chain of views: every view in it must compose over the chain's base.
+        const Node* base = in;
+        while (is_view(base->op)) base = base->in(0).get();
+        ok = op_category(base->op) == OpCategory::Leaf || reason.count(base);
+      }
+      if (!ok) reason[in] = std::string(op_name(n->op)) + " of a computed array";
+      if (n->op == Op::Reshape && op_category(in->op) == OpCategory::Leaf && !reason.count(in)) {
+        AffineMap m{in->attrs.offset, in->attrs.strides};
+        if (!compose_view(*n, m)) reason[in] = "reshape of a non-contiguous view needs a copy";
+      }
+    }
+  }
+  // One group per materialized node (per piece for concatenations), in topological order.
+  std::unordered_map<const Node*, NodeRef> refs;
+  for (const auto& o : g.outputs) refs.emplace(o.get(), o);
+  for (const Node* n : order)
+    for (const auto& in : n->inputs) refs.emplace(in.get(), in);
+  for (const Node* n : order) {
+    auto it = reason.find(n);
+    if (it == reason.end()) continue;
+    f.boundaries.push_back({n, it->second});
+    NodeRef self = refs.at(n);
+    if (n->op == Op::Reduce) {
+      Group gr;
+      gr.outputs.push_back({n->in(0), self, true, 0});
+      gr.domain = n->in(0)->shape;
+      gr.chunks = n->in(0)->chunks;
+      f.groups.push_back(std::move(gr));
+    } else if (n->op == Op::Concat) {
+      int axis = static_cast<int>(n->attrs.ints[0]);
+      Shape st = c_strides(n->shape);
+      int64_t pos = 0;
+      for (const auto& in : n->inputs) {
+        Group gr;
+        gr.outputs.push_back({in, self, false, pos * st[axis]});
+        gr.domain = in->shape;
+        gr.chunks = in->chunks;
+        pos += in->shape[axis];
+        f.groups.push_back(std::move(gr));
+      }
+    } else {
+      Group gr;
+      gr.outputs.push_back({self, self, false, 0});
+      gr.domain = n->shape;
+      gr.chunks = n->chunks;
+      f.groups.push_back(std::move(gr));
+    }
+  }
+  compute_deps(&f);
+  if (enabled) {
+    // Merge independent groups over the same domain into multi-output kernels.
+    size_t n = f.groups.size();
+    std::vector<std::vector<bool>> reach(n, std::vector<bool>(n, false));  // reach[a][b]: a needs b
+    for (size_t a = 0; a < n; ++a)
+      for (int d : f.groups[a].deps) {
+        reach[a][d] = true;
+        for (size_t b = 0; b < n; ++b)
+          if (reach[d][b]) reach[a][b] = true;
+      }
+    std::vector<int> merged_into(n, -1);
+    for (size_t b = 0; b < n; ++b) {
+      for (size_t a = 0; a < b; ++a) {
+        if (merged_into[a] >= 0) continue;
+        const Group& ga = f.groups[a];
+        const Group& gb = f.groups[b];
+        if (ga.domain != gb.domain || ga.chunks != gb.chunks) continue;
+        // Independent both ways, counting everything already merged into a.
+        bool dependent = reach[b][a] || reach[a][b];
+        for (size_t c = 0; c < n && !dependent; ++c)
+          if (merged_into[c] == static_cast<int>(a)) dependent = reach[b][c] || reach[c][b];
+        if (dependent) continue;
+        merged_into[b] = static_cast<int>(a);
+        break;
+      }
+    }
+    std::vector<Group> out;
+    std::vector<int> new_index(n, -1);
+    for (size_t a = 0; a < n; ++a)
+      if (merged_into[a] < 0) {
+        new_index[a] = static_cast<int>(out.size());
+        out.push_back(f.groups[a]);
+      }
+    for (size_t b = 0; b < n; ++b)
+      if (merged_into[b] >= 0) {
+        Group& dst = out[new_index[merged_into[b]]];
+        new_index[b] = new_index[merged_into[b]];
+        for (auto& o : f.groups[b].outputs) dst.outputs.push_back(o);
+      }
+    // Re-derive dependencies and a topological order of the merged groups.
+    f.groups = std::move(out);
+    compute_deps(&f);
+    std::vector<std::vector<int>> deps;
+    for (const auto& gr : f.groups) deps.push_back(gr.deps);
+    std::vector<int> order_idx, state(f.groups.size(), 0);
+    std::function<void(int)> visit = [&](int k) {
+      if (state[k] == 2) return;
+      KILN_CHECK(state[k] == 0, "cycle between fused groups");
+      state[k] = 1;
+      for (int d : deps[k]) visit(d);
+      state[k] = 2;
+      order_idx.push_back(k);
+    };
+    for (size_t k = 0; k < f.groups.size(); ++k) visit(static_cast<int>(k));
+    std::vector<Group> sorted;
+    for (int k : order_idx) sorted.push_back(std::move(f.groups[k]));
+    f.groups = std::move(sorted);
+    compute_deps(&f);
+  }
+  return f;
+}
+
+std::string fusion_summary(const FusedGraph& f, size_t nodes_before) {
+  std::ostringstream os;
+  int64_t tasks = 0;
+  for (const auto& g : f.groups) {
+    int64_t blocks = 1;
+    for (const auto& c : g.chunks) blocks *= static_cast<int64_t>(c.size());
+    tasks += blocks;
+  }
+  os << "fused graph: " << nodes_before << " nodes before passes, " << f.node_count << " after; "
+     << f.groups.size() << " kernels, " << tasks << " block tasks"
+     << " (plus reduction-tree tasks)\n";
+  for (size_t k = 0; k < f.groups.size(); ++k) {
+    const Group& g = f.groups[k];
+    int64_t blocks = 1;
+    for (const auto& c : g.chunks) blocks *= static_cast<int64_t>(c.size());
+    os << "  kernel " << k << ": domain " << shape_str(g.domain) << " in " << blocks
+       << " blocks, outputs:";
+    for (const auto& o : g.outputs)
+      os << " " << (o.reduce ? "reduce->" : "store->") << node_label(*o.target);
+    if (!g.deps.empty()) {
+      os << "; reads kernels";
+      for (int d : g.deps) os << " " << d;
+    }
+    os << "\n";
+  }
+  os << "  fusion boundaries:\n";
+  for (const auto& b : f.boundaries)
+    os << "    " << node_label(*b.node) << ": " << b.reason << "\n";
+  return os.str();
+}
+
+}  // namespace kiln

@@ -1,0 +1,67 @@
+#include "passes/push_slices.hpp"
+
+#include <map>
+
+#include "ir/view.hpp"
+
+namespace kiln {
+
+namespace {
+
+class Pusher {
+ public:
+  // The result of applying view `v` (an op over an input shaped like x) to x.
+  NodeRef apply(const Node& v, const NodeRef& x) {
+    auto key = std::make_pair(&v, x.get());
+    auto it = memo_.find(key);
+    if (it != memo_.end()) return it->second;
+    NodeRef r = apply_uncached(v, x);
+    memo_.emplace(key, r);
+    return r;
+  }
+
+ private:
+  NodeRef apply_uncached(const Node& v, const NodeRef& x) {
+    Context& ctx = *v.ctx;
+    // A scalar broadcast is still a scalar broadcast, to the view's shape.
+    const Node* s = x->op == Op::Broadcast ? x->in(0).get() : x.get();
+    if (s->op == Op::Scalar) {
+      NodeRef scalar = x->op == Op::Broadcast ? x->in(0) : x;
+      if (v.shape.empty()) return scalar;
+      return ctx.make(Op::Broadcast, x->dtype, v.shape, v.chunks, {scalar});
+    }
+    switch (op_category(x->op)) {
+      case OpCategory::Leaf: {
+        AffineMap in{x->attrs.offset, x->attrs.strides};
+        auto m = compose_view(v, in);
+        if (!m) break;
+        Attrs a = x->attrs;
+        a.offset = m->offset;
+        a.strides = m->strides;
+        return ctx.make(x->op, x->dtype, v.shape, v.chunks, {}, std::move(a));
+      }
+      case OpCategory::Elementwise: {
+        std::vector<NodeRef> ins;
+        for (const auto& in : x->inputs) ins.push_back(apply(v, in));
+        return ctx.make(x->op, x->dtype, v.shape, v.chunks, std::move(ins), x->attrs);
+      }
+      default:
+        break;
+    }
+    return ctx.make(v.op, x->dtype, v.shape, v.chunks, {x}, v.attrs);
+  }
+
+  std::map<std::pair<const Node*, const Node*>, NodeRef> memo_;
+};
+
+}  // namespace
+
+Graph push_slices(const Graph& g) {
+  Pusher pusher;
+  return rewrite(g, [&](const NodeRef& n, std::vector<NodeRef> ins) -> NodeRef {
+    if (is_view(n->op)) return pusher.apply(*n, ins[0]);
+    return ins == n->inputs ? n : with_inputs(*n, std::move(ins));
+  });
+}
+
+}  // namespace kiln

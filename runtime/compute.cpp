@@ -1,0 +1,146 @@
+// compute(): template the graph, find or build its plan, run it, wrap the results.
+#include <chrono>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <thread>
+
+#include "ir/dot.hpp"
+#include "kiln/kiln.hpp"
+#include "passes/parameterize.hpp"
+#include "passes/pipeline.hpp"
+#include "runtime/execute.hpp"
+#include "runtime/memory.hpp"
+#include "support/flags.hpp"
+
+namespace kiln {
+
+namespace {
+
+struct PlanKey {
+  std::vector<const Node*> outputs;
+  bool fuse;
+  bool operator<(const PlanKey& o) const {
+    return fuse != o.fuse ? fuse < o.fuse : outputs < o.outputs;
+  }
+};
+
+struct CacheEntry {
+  std::vector<NodeRef> templates;  // keeps the template nodes (the key) interned
+  std::shared_ptr<const Plan> plan;
+};
+
+std::mutex g_mu;
+std::map<PlanKey, CacheEntry> g_plans;
+Stats g_totals;
+thread_local Stats t_last;
+
+int thread_count(const ComputeOptions& opt) {
+  if (opt.threads > 0) return opt.threads;
+  if (flags().threads > 0) return flags().threads;
+  return std::max(1u, std::thread::hardware_concurrency());
+}
+
+}  // namespace
+
+std::vector<NDArray> compute(const std::vector<Array>& arrays) { return compute(arrays, {}); }
+
+std::vector<NDArray> compute(const std::vector<Array>& arrays, const ComputeOptions& opt) {
+  auto t0 = std::chrono::steady_clock::now();
+  Graph g;
+  for (const auto& a : arrays) {
+    if (!a.node()) throw Error("compute: an operand is an empty (default-constructed) Array");
+    for (int64_t d : a.shape())
+      if (d < 0) throw Error("compute: negative dimension in " + shape_str(a.shape()));
+    if (a.ndim() > 32)
+      throw Error("compute: arrays of rank " + std::to_string(a.ndim()) +
+                  " are not supported (at most 32 dimensions)");
+    g.outputs.push_back(a.node());
+  }
+  std::vector<ParamValue> params;
+  Graph tmpl = parameterize(g, &params);
+  bool fuse = opt.fuse && !flags().no_fuse;
+  PlanKey key{{}, fuse};
+  for (const auto& o : tmpl.outputs) key.outputs.push_back(o.get());
+  std::shared_ptr<const Plan> plan;
+  bool cached = false;
+  bool want_dumps = opt.ir || opt.kernels || !opt.dot_file.empty();
+  {
+    std::lock_guard<std::mutex> lock(g_mu);
+    auto it = g_plans.find(key);
+    if (it != g_plans.end() && !want_dumps) {
+      plan = it->second.plan;
+      cached = true;
+      ++g_totals.plan_cache_hits;
+    }
+  }
+  auto before = cpu::compile_stats();
+  if (!plan) {
+    PipelineOptions po;
+    po.fuse = fuse;
+    po.dump = opt.ir;
+    FusedGraph fused = run_pipeline(tmpl, po);
+    if (!opt.dot_file.empty()) {
+      std::ofstream f(opt.dot_file);
+      if (!f) throw Error("compute: cannot write the DOT file '" + opt.dot_file + "'");
+      write_dot(f, fused);
+    }
+    std::shared_ptr<const Plan> built = build_plan(std::move(fused), opt.kernels);
+    std::lock_guard<std::mutex> lock(g_mu);
+    ++g_totals.plans_built;
+    auto& entry = g_plans[key];
+    entry.templates = tmpl.outputs;
+    entry.plan = built;
+    plan = built;
+  }
+  reset_peak_bytes();
+  int64_t mem_before = bytes_in_use();
+  RunResult res = execute(*plan, params, thread_count(opt));
+  auto after = cpu::compile_stats();
+
+  std::vector<NDArray> out;
+  for (size_t k = 0; k < res.outputs.size(); ++k) {
+    const Node& n = *g.outputs[k];
+    out.emplace_back(n.dtype, n.shape, res.outputs[k], res.outputs[k].get());
+  }
+  Stats last;
+  last.last_cached = cached;
+  last.last_tasks = res.tasks;
+  last.last_kernels = static_cast<int64_t>(plan->groups.size());
+  last.last_peak_bytes = peak_bytes() - mem_before;
+  last.last_compile_seconds = after.compile_seconds - before.compile_seconds;
+  last.last_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  t_last = last;
+  return out;
+}
+
+Stats stats() {
+  Stats s = t_last;
+  auto c = cpu::compile_stats();
+  std::lock_guard<std::mutex> lock(g_mu);
+  s.plans_built = g_totals.plans_built;
+  s.plan_cache_hits = g_totals.plan_cache_hits;
+  s.kernels_compiled = c.compiled;
+  s.kernels_from_disk = c.disk_hits;
+  s.compile_seconds = c.compile_seconds;
+  return s;
+}
+
+void clear_plan_cache() {
+  std::lock_guard<std::mutex> lock(g_mu);
+  g_plans.clear();
+}
+
+NDArray Array::compute() const { return kiln::compute(std::vector<Array>{*this})[0]; }
+
+Array Array::persist() const {
+  NDArray r = compute();
+  Attrs a;
+  a.offset = 0;
+  a.strides = c_strides(shape());
+  a.ptr = r.data();
+  a.owner = r.storage();
+  return Array(Context::global().make(Op::Buffer, dtype(), shape(), chunks(), {}, std::move(a)));
+}
+
+}  // namespace kiln

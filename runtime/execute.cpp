@@ -1,0 +1,365 @@
+#include "runtime/execute.hpp"
+
+#include <tbb/task_arena.h>
+#include <tbb/task_group.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+#include <exception>
+#include <limits>
+#include <mutex>
+#include <thread>
+
+#include "runtime/memory.hpp"
+#include "support/error.hpp"
+
+namespace kiln {
+
+namespace {
+
+template <class T>
+T identity_of(ReduceFn fn, DType t) {
+  if constexpr (std::is_floating_point_v<T>)
+    return static_cast<T>(kir::reduce_identity_f(fn));
+  else
+    return static_cast<T>(kir::reduce_identity_i(fn, t));
+}
+
+template <class T>
+T fold(ReduceFn fn, T a, T b) {
+  switch (fn) {
+    case ReduceFn::Sum:
+    case ReduceFn::Mean:
+      return static_cast<T>(a + b);
+    case ReduceFn::Prod:
+      return static_cast<T>(a * b);
+    case ReduceFn::Min:
+      if constexpr (std::is_floating_point_v<T>)
+        return (a < b || a != a) ? a : b;
+      else
+        return std::min(a, b);
+    case ReduceFn::Max:
+      if constexpr (std::is_floating_point_v<T>)
+        return (a > b || a != a) ? a : b;
+      else
+        return std::max(a, b);
+    case ReduceFn::All:
+      return static_cast<T>(a && b);
+    case ReduceFn::Any:
+      return static_cast<T>(a || b);
+    default:
+      return a;
+  }
+}
+
+template <class F>
+void with_type(DType t, F&& f) {
+  switch (t) {
+    case DType::Bool:
+      f(uint8_t{});
+      break;
+    case DType::Int32:
+      f(int32_t{});
+      break;
+    case DType::Int64:
+      f(int64_t{});
+      break;
+    case DType::Float32:
+      f(float{});
+      break;
+    case DType::Float64:
+      f(double{});
+      break;
+  }
+}
+
+class Run {
+ public:
+  Run(const Plan& p, const std::vector<ParamValue>& params)
+      : p_(p),
+        params_(params),
+        data_(p.arrays.size()),
+        once_(new std::once_flag[p.arrays.size()]),
+        readers_(new std::atomic<int>[p.arrays.size()]),
+        waits_(new std::atomic<int>[p.tasks.size()]),
+        partial_(p.partials.size(), nullptr) {
+    for (size_t a = 0; a < p.arrays.size(); ++a) readers_[a] = p.arrays[a].readers;
+    for (size_t t = 0; t < p.tasks.size(); ++t) waits_[t] = p.tasks[t].waits;
+  }
+
+  ~Run() {
+    for (size_t k = 0; k < partial_.size(); ++k)
+      if (partial_[k]) host_free(partial_[k], partial_bytes(static_cast<int>(k)));
+  }
+
+  void run(int threads) {
+    std::vector<int> ready;
+    for (size_t t = 0; t < p_.tasks.size(); ++t)
+      if (p_.tasks[t].waits == 0) ready.push_back(static_cast<int>(t));
+    if (threads <= 1) {
+      while (!ready.empty()) {
+        int t = ready.back();
+        ready.pop_back();
+        execute(t);
+        for (int s : p_.tasks[t].next)
+          if (--waits_[s] == 0) ready.push_back(s);
+      }
+    } else {
+      tbb::task_arena arena(threads);
+      arena.execute([&] {
+        tbb::task_group tg;
+        for (int t : ready) tg.run([this, &tg, t] { run_chain(tg, t); });
+        tg.wait();
+      });
+    }
+    if (error_) std::rethrow_exception(error_);
+  }
+
+  RunResult result() {
+    RunResult r;
+    for (int a : p_.output_arrays) {
+      ensure_array(a);
+      r.outputs.push_back(data_[a]);
+    }
+    return r;
+  }
+
+  int64_t tasks_run() const { return tasks_run_.load(); }
+
+ private:
+  // Runs t, then keeps going with one ready successor on this thread; spawns the others.
+  void run_chain(tbb::task_group& tg, int t) {
+    while (t >= 0) {
+      execute(t);
+      int cont = -1;
+      for (int s : p_.tasks[t].next) {
+        if (--waits_[s] != 0) continue;
+        if (cont < 0)
+          cont = s;
+        else
+          tg.run([this, &tg, s] { run_chain(tg, s); });
+      }
+      t = cont;
+    }
+  }
+
+  void execute(int t) {
+    if (failed_.load(std::memory_order_relaxed)) return;
+    try {
+      const PlanTask& task = p_.tasks[t];
+      switch (task.kind) {
+        case TaskKind::Kernel:
+          run_kernel(task);
+          tasks_run_.fetch_add(1, std::memory_order_relaxed);
+          break;
+        case TaskKind::Combine:
+          run_combine(task);
+          tasks_run_.fetch_add(1, std::memory_order_relaxed);
+          break;
+        default:
+          break;
+      }
+    } catch (...) {
+      std::lock_guard<std::mutex> lock(error_mu_);
+      if (!error_) error_ = std::current_exception();
+      failed_ = true;
+    }
+  }
+
+  void ensure_array(int a) {
+    std::call_once(once_[a], [&] {
+      const PlanArray& arr = p_.arrays[a];
+      data_[a] = host_buffer(arr.bytes);
+      if (arr.node->op == Op::Concat) std::memset(data_[a].get(), 0, arr.bytes);
+    });
+  }
+
+  void release_reader(int a) {
+    if (--readers_[a] == 0 && p_.arrays[a].output < 0) data_[a].reset();
+  }
+
+  size_t partial_bytes(int id) const {
+    const auto& [ri, block] = p_.partials[id];
+    const PlanReduce& r = p_.reduces[ri];
+    const PlanGroup& g = p_.groups[r.group];
+    int64_t lo[32], ext[32];
+    p_.block_box(g, block, lo, ext);
+    uint32_t mask = g.lowered.kernel.outputs[r.output].reduced_mask;
+    int64_t n = 1;
+    for (size_t d = 0; d < g.domain.size(); ++d)
+      if (!((mask >> d) & 1u)) n *= ext[d];
+    return static_cast<size_t>(n) * dtype_size(r.acc);
+  }
+
+  void* new_partial(int id) {
+    const PlanReduce& r = p_.reduces[p_.partials[id].first];
+    size_t bytes = partial_bytes(id);
+    void* mem = host_alloc(bytes);
+    with_type(r.acc, [&](auto z) {
+      using T = decltype(z);
+      T init = identity_of<T>(r.fn, r.acc);
+      std::fill_n(static_cast<T*>(mem), bytes / sizeof(T), init);
+    });
+    partial_[id] = mem;
+    return mem;
+  }
+
+  void run_kernel(const PlanTask& task) {
+    const PlanGroup& g = p_.groups[task.group];
+    const kir::Kernel& k = g.lowered.kernel;
+    int r = k.rank;
+    int64_t lo[32], ext[32];
+    p_.block_box(g, task.block, lo, ext);
+    thread_local std::vector<int64_t> I;
+    thread_local std::vector<double> F;
+    thread_local std::vector<void*> P;
+    I.assign(k.num_ints(), 0);
+    F.assign(k.params.size(), 0);
+    P.assign(k.num_pointers + k.outputs.size(), nullptr);
+    for (int d = 0; d < r; ++d) I[d] = ext[d];
+    for (size_t l = 0; l < k.leaves.size(); ++l) {
+      const LeafBinding& b = g.lowered.leaves[l];
+      int at = k.leaf_base(static_cast<int>(l));
+      int64_t base = b.offset;
+      for (int d = 0; d < r; ++d) {
+        base += lo[d] * b.strides[d];
+        I[at + 1 + d] = b.strides[d];
+      }
+      I[at] = base;
+      if (k.leaves[l].kind == kir::LeafKind::Memory) {
+        int a = g.leaf_arrays[l];
+        P[k.leaves[l].pointer] = a >= 0 ? data_[a].get() : const_cast<void*>(params_[b.slot].ptr);
+      }
+    }
+    for (size_t o = 0; o < k.outputs.size(); ++o) {
+      int at = k.output_base(static_cast<int>(o));
+      if (k.outputs[o].reduce) {
+        int pid = p_.partial_of[task.group][task.block][reduce_index(g, o)];
+        P[k.num_pointers + o] = new_partial(pid);
+        // Partial layout: the block's extents with reduced dims collapsed, C order.
+        uint32_t mask = k.outputs[o].reduced_mask;
+        int64_t s = 1;
+        for (int d = r - 1; d >= 0; --d) {
+          bool red = (mask >> d) & 1u;
+          I[at + 1 + d] = red ? 0 : s;
+          if (!red) s *= ext[d];
+        }
+        I[at] = 0;
+      } else {
+        int a = g.output_arrays[o];
+        ensure_array(a);
+        P[k.num_pointers + o] = data_[a].get();
+        const OutputBinding& ob = g.lowered.outputs[o];
+        int64_t base = ob.offset;
+        for (int d = 0; d < r; ++d) {
+          base += lo[d] * ob.strides[d];
+          I[at + 1 + d] = ob.strides[d];
+        }
+        I[at] = base;
+      }
+    }
+    for (size_t q = 0; q < k.params.size(); ++q) {
+      const ParamValue& v = params_[g.lowered.param_slots[q]];
+      F[q] = v.f;
+      I[k.param_base() + q] = v.i;
+    }
+    g.fn(I.data(), F.data(), P.data());
+    for (size_t l = 0; l < k.leaves.size(); ++l)
+      if (g.leaf_arrays[l] >= 0) release_reader(g.leaf_arrays[l]);
+  }
+
+  static int reduce_index(const PlanGroup& g, size_t o) {
+    int k = 0;
+    for (size_t q = 0; q < o; ++q) k += g.lowered.kernel.outputs[q].reduce ? 1 : 0;
+    return k;
+  }
+
+  void run_combine(const PlanTask& task) {
+    const PlanReduce& r = p_.reduces[task.reduce];
+    size_t bytes = partial_bytes(task.partials_in[0]);
+    with_type(r.acc, [&](auto z) {
+      using T = decltype(z);
+      size_t n = bytes / sizeof(T);
+      T* acc = static_cast<T*>(partial_[task.partials_in[0]]);
+      for (size_t q = 1; q < task.partials_in.size(); ++q) {
+        const T* in = static_cast<const T*>(partial_[task.partials_in[q]]);
+        for (size_t e = 0; e < n; ++e) acc[e] = fold<T>(r.fn, acc[e], in[e]);
+      }
+      if (task.partial_out >= 0) {
+        partial_[task.partial_out] = acc;  // reuse the first partial's memory
+        partial_[task.partials_in[0]] = nullptr;
+      } else {
+        write_result(r, task.final_block, acc);
+      }
+    });
+    for (size_t q = (task.partial_out >= 0 ? 1 : 0); q < task.partials_in.size(); ++q) {
+      int id = task.partials_in[q];
+      if (partial_[id]) {
+        host_free(partial_[id], partial_bytes(id));
+        partial_[id] = nullptr;
+      }
+    }
+  }
+
+  // Copies a combined partial into the reduction's result array (scaling for mean).
+  template <class T>
+  void write_result(const PlanReduce& r, int64_t block, const T* acc) {
+    ensure_array(r.array);
+    const PlanGroup& g = p_.groups[r.group];
+    int rank = static_cast<int>(g.domain.size());
+    int64_t lo[32], ext[32];
+    p_.block_box(g, block, lo, ext);
+    uint32_t mask = g.lowered.kernel.outputs[r.output].reduced_mask;
+    int64_t base = 0;
+    std::vector<int64_t> dims, strides;
+    for (int d = 0; d < rank; ++d) {
+      if ((mask >> d) & 1u) continue;
+      base += lo[d] * r.out_strides[d];
+      dims.push_back(ext[d]);
+      strides.push_back(r.out_strides[d]);
+    }
+    T* out = static_cast<T*>(data_[r.array].get());
+    int64_t n = num_elements(dims);
+    std::vector<int64_t> idx(dims.size(), 0);
+    for (int64_t e = 0; e < n; ++e) {
+      int64_t addr = base;
+      for (size_t d = 0; d < dims.size(); ++d) addr += idx[d] * strides[d];
+      T v = acc[e];
+      if (r.fn == ReduceFn::Mean) {
+        if constexpr (std::is_floating_point_v<T>)
+          v = r.count > 0 ? static_cast<T>(v / static_cast<T>(r.count))
+                          : std::numeric_limits<T>::quiet_NaN();
+      }
+      out[addr] = v;
+      for (size_t d = dims.size(); d-- > 0;) {
+        if (++idx[d] < dims[d]) break;
+        idx[d] = 0;
+      }
+    }
+  }
+
+  const Plan& p_;
+  const std::vector<ParamValue>& params_;
+  std::vector<std::shared_ptr<void>> data_;
+  std::unique_ptr<std::once_flag[]> once_;
+  std::unique_ptr<std::atomic<int>[]> readers_;
+  std::unique_ptr<std::atomic<int>[]> waits_;
+  std::vector<void*> partial_;
+  std::atomic<bool> failed_{false};
+  std::atomic<int64_t> tasks_run_{0};
+  std::mutex error_mu_;
+  std::exception_ptr error_;
+};
+
+}  // namespace
+
+RunResult execute(const Plan& plan, const std::vector<ParamValue>& params, int threads) {
+  Run run(plan, params);
+  run.run(threads);
+  RunResult r = run.result();
+  r.tasks = run.tasks_run();
+  return r;
+}
+
+}  // namespace kiln

@@ -1,0 +1,20 @@
+// Runs a block plan: tasks in dependency order on a oneTBB worker pool (or inline for one
+// thread), each block's kernel called with its arguments, reductions folded in fixed trees (so a
+// plan's results are bit-identical for any thread count), arrays freed after their last reader.
+#pragma once
+#include <memory>
+#include <vector>
+
+#include "passes/parameterize.hpp"
+#include "runtime/plan.hpp"
+
+namespace kiln {
+
+struct RunResult {
+  std::vector<std::shared_ptr<void>> outputs;  // per compute() output, the array's storage
+  int64_t tasks = 0;                           // Kernel + Combine tasks executed
+};
+
+RunResult execute(const Plan& plan, const std::vector<ParamValue>& params, int threads);
+
+}  // namespace kiln

@@ -1,0 +1,42 @@
+#include "runtime/memory.hpp"
+
+#include <atomic>
+#include <cstdlib>
+#include <new>
+
+#include "support/error.hpp"
+
+namespace kiln {
+
+namespace {
+std::atomic<int64_t> g_in_use{0};
+std::atomic<int64_t> g_peak{0};
+}  // namespace
+
+void* host_alloc(size_t bytes) {
+  size_t rounded = (std::max<size_t>(bytes, 1) + 63) / 64 * 64;
+  void* p = std::aligned_alloc(64, rounded);
+  if (!p) throw Error("compute: out of memory allocating " + std::to_string(bytes) + " bytes");
+  int64_t now = g_in_use.fetch_add(static_cast<int64_t>(bytes)) + static_cast<int64_t>(bytes);
+  int64_t peak = g_peak.load();
+  while (now > peak && !g_peak.compare_exchange_weak(peak, now)) {
+  }
+  return p;
+}
+
+void host_free(void* p, size_t bytes) {
+  if (!p) return;
+  std::free(p);
+  g_in_use.fetch_sub(static_cast<int64_t>(bytes));
+}
+
+std::shared_ptr<void> host_buffer(size_t bytes) {
+  void* p = host_alloc(bytes);
+  return std::shared_ptr<void>(p, [bytes](void* q) { host_free(q, bytes); });
+}
+
+int64_t bytes_in_use() { return g_in_use.load(); }
+int64_t peak_bytes() { return g_peak.load(); }
+void reset_peak_bytes() { g_peak.store(g_in_use.load()); }
+
+}  // namespace kiln

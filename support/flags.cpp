@@ -1,0 +1,30 @@
+#include "support/flags.hpp"
+
+#include <cstdlib>
+
+namespace kiln {
+
+namespace {
+Flags from_env() {
+  Flags f;
+  if (const char* v = std::getenv("KILN_DEBUG")) f.debug = std::atoi(v);
+  if (const char* v = std::getenv("KILN_THREADS")) f.threads = std::atoi(v);
+  if (const char* v = std::getenv("KILN_NO_FUSE")) f.no_fuse = std::atoi(v) != 0;
+  if (const char* v = std::getenv("KILN_NO_COMPILE")) f.no_compile = std::atoi(v) != 0;
+  if (const char* v = std::getenv("KILN_CACHE_DIR")) {
+    f.cache_dir = v;
+  } else if (const char* x = std::getenv("XDG_CACHE_HOME")) {
+    f.cache_dir = std::string(x) + "/kiln";
+  } else if (const char* h = std::getenv("HOME")) {
+    f.cache_dir = std::string(h) + "/.cache/kiln";
+  }
+  return f;
+}
+}  // namespace
+
+Flags& flags() {
+  static Flags f = from_env();
+  return f;
+}
+
+}  // namespace kiln

@@ -1,0 +1,28 @@
+// Kiln's switches, one registry: each has an environment variable, and tools/kiln sets the same
+// fields from its command line. Read once, on first use.
+//
+// | variable          | field        | meaning                                                   |
+// | KILN_DEBUG=N      | debug        | 1 pass timings, 2 IR after each pass, 3 kernel IR,        |
+// |                   |              | 4 LLVM IR, 5 optimized LLVM IR (all on stderr)            |
+// | KILN_THREADS=N    | threads      | worker threads (default: all cores)                       |
+// | KILN_NO_FUSE=1    | no_fuse      | every op its own kernel and task                          |
+// | KILN_NO_COMPILE=1 | no_compile   | compiling a kernel is an error (tests of the caches)     |
+// | KILN_CACHE_DIR=D  | cache_dir    | on-disk kernel object cache ("" disables; default         |
+// |                   |              | $XDG_CACHE_HOME/kiln or ~/.cache/kiln)                    |
+#pragma once
+#include <string>
+
+namespace kiln {
+
+struct Flags {
+  int debug = 0;
+  int threads = 0;  // 0: all hardware threads
+  bool no_fuse = false;
+  bool no_compile = false;
+  std::string cache_dir;
+};
+
+// The process's flags; mutable so tools and tests can change them (not while computing).
+Flags& flags();
+
+}  // namespace kiln

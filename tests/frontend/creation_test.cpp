@@ -1,0 +1,88 @@
+// Creation functions, zero-copy buffers, .npy files and the random generators.
+#include <filesystem>
+
+#include "oracle.hpp"
+#include "support/philox.hpp"
+
+using namespace kiln;
+using kt::lazy;
+using kt::same;
+
+TEST(Creation, ConstantsAndRangesMatchNumPy) {
+  auto want =
+      kt::numpy({}, {"np.zeros((3, 4))", "np.ones((5,), dtype=np.int32)", "np.full((2, 3), 7.5)",
+                     "np.arange(10)", "np.arange(3, 20, 4)", "np.arange(10, 0, -3)",
+                     "np.arange(0.0, 1.0, 0.1)", "np.linspace(0, 1, 11)",
+                     "np.linspace(-2, 3, 7, endpoint=False)", "np.arange(5, 5)"});
+  auto got = compute({zeros({3, 4}), ones({5}, {}, DType::Int32), full({2, 3}, 7.5), arange(10),
+                      arange(3, 20, 4), arange(10, 0, -3), arange(0.0, 1.0, 0.1, {3}),
+                      linspace(0, 1, 11, true, {4}), linspace(-2, 3, 7, false), arange(5, 5)});
+  for (size_t k = 0; k < got.size(); ++k) EXPECT_TRUE(same(got[k], want[k], 1e-15)) << k;
+}
+
+TEST(Creation, FromBufferIsZeroCopy) {
+  std::vector<double> data(12);
+  for (int k = 0; k < 12; ++k) data[k] = k;
+  Array x = from_buffer(data.data(), {3, 4}, {2, 2});
+  EXPECT_EQ(x.sum().compute().item<double>(), 66.0);
+  data[0] = 100;  // the array reads the user's memory, not a copy
+  EXPECT_EQ(x.sum().compute().item<double>(), 166.0);
+}
+
+TEST(Creation, NpyRoundTripAndLazyLoad) {
+  NDArray a = kt::random_array(DType::Float32, {20, 30}, 81);
+  std::string path = kt::tmpdir() + "/creation.npy";
+  a.save_npy(path);
+  Array x = load_npy(path, {7, 7});
+  EXPECT_EQ(x.dtype(), DType::Float32);
+  EXPECT_TRUE(same(x.compute(), a));
+  auto want = kt::numpy({{"a", a}}, {"(a * 2)[::3].sum(axis=1)"});
+  EXPECT_TRUE(same((x * 2).slice({{0, {}, 3}}).sum({1}).compute(), want[0], 1e-5));
+  save_npy(kt::tmpdir() + "/creation2.npy", x + 1);
+  auto back = kt::numpy({{"a", a}}, {"np.load('" + kt::tmpdir() + "/creation2.npy') - (a + 1)"});
+  EXPECT_TRUE(same(back[0], NDArray(DType::Float32, {20, 30})));
+}
+
+TEST(Random, ElementsMatchTheReferencePhilox) {
+  random::Generator rng(1234);
+  Array u = rng.uniform(0, 1, {50, 40}, {16, 16});
+  Array n = rng.standard_normal({50, 40}, {13, 40});
+  Array i = rng.integers(-5, 17, {50, 40}, {50, 7});
+  auto got = compute({u, n, i});
+  for (int64_t k = 0; k < 2000; ++k) {
+    ASSERT_EQ(got[0].at(k), philox::uniform(1234, 0, k)) << k;
+    ASSERT_NEAR(got[1].at(k), philox::standard_normal(1234, 1, k), 1e-14) << k;
+    ASSERT_EQ(got[2].at_int(k), philox::integers(1234, 2, k, -5, 17)) << k;
+  }
+}
+
+TEST(Random, IndependentOfChunkingSliceAndThreads) {
+  auto make = [](const Shape& chunks) {
+    random::Generator rng(7);
+    return rng.normal(10, 2, {64, 48}, chunks);
+  };
+  NDArray ref = make({64, 48}).compute();
+  EXPECT_TRUE(same(make({5, 7}).compute(), ref));
+  NDArray sliced = make({9, 9}).slice({{3, {}, 2}, {{}, {}, -3}}).compute();
+  for (int64_t r = 0; r < sliced.shape()[0]; ++r)
+    for (int64_t c = 0; c < sliced.shape()[1]; ++c)
+      ASSERT_EQ(sliced.at(r * sliced.shape()[1] + c), ref.at((3 + 2 * r) * 48 + (47 - 3 * c)));
+  ComputeOptions one, two;
+  one.threads = 1;
+  two.threads = 2;
+  Array s = make({8, 8}).sum();
+  EXPECT_EQ(compute({s}, one)[0].item<double>(), compute({s}, two)[0].item<double>());
+}
+
+TEST(Random, DistributionMoments) {
+  random::Generator rng(99);
+  Array x = rng.normal(10, 2, {1000, 1000}, {250, 250});
+  auto r = compute({x.mean(), x.std()});
+  EXPECT_NEAR(r[0].item<double>(), 10.0, 0.01);
+  EXPECT_NEAR(r[1].item<double>(), 2.0, 0.01);
+  Array u = rng.uniform(-1, 3, {1000, 1000});
+  auto q = compute({u.min(), u.max(), u.mean()});
+  EXPECT_GE(q[0].item<double>(), -1.0);
+  EXPECT_LT(q[1].item<double>(), 3.0);
+  EXPECT_NEAR(q[2].item<double>(), 1.0, 0.01);
+}

@@ -1,0 +1,150 @@
+// Element-wise ops against NumPy: every ufunc, broadcasting, promotion, weak scalars.
+#include "oracle.hpp"
+
+using namespace kiln;
+using kt::lazy;
+using kt::same;
+
+namespace {
+
+struct UnaryCase {
+  const char* np;
+  Array (*fn)(const Array&);
+  double lo, hi, rtol;
+};
+
+}  // namespace
+
+TEST(Elementwise, UnaryFloat64MatchesNumPy) {
+  // libmvec's vector sin/cos/exp/log differ from glibc's scalar results by a few ulp.
+  const UnaryCase cases[] = {
+      {"np.negative(x)", [](const Array& a) { return -a; }, -5, 5, 0},
+      {"np.absolute(x)", [](const Array& a) { return kiln::abs(a); }, -5, 5, 0},
+      {"np.sqrt(x)", [](const Array& a) { return kiln::sqrt(a); }, 0, 100, 0},
+      {"np.exp(x)", [](const Array& a) { return kiln::exp(a); }, -20, 20, 1e-15},
+      {"np.expm1(x)", [](const Array& a) { return kiln::expm1(a); }, -2, 2, 1e-15},
+      {"np.log(x)", [](const Array& a) { return kiln::log(a); }, 1e-3, 1e3, 1e-15},
+      {"np.log1p(x)", [](const Array& a) { return kiln::log1p(a); }, -0.9, 10, 1e-15},
+      {"np.sin(x)", [](const Array& a) { return kiln::sin(a); }, -10, 10, 1e-15},
+      {"np.cos(x)", [](const Array& a) { return kiln::cos(a); }, -10, 10, 1e-15},
+      {"np.tan(x)", [](const Array& a) { return kiln::tan(a); }, -1.5, 1.5, 1e-15},
+      {"np.tanh(x)", [](const Array& a) { return kiln::tanh(a); }, -5, 5, 1e-15},
+      {"np.arcsin(x)", [](const Array& a) { return kiln::arcsin(a); }, -1, 1, 1e-15},
+      {"np.arccos(x)", [](const Array& a) { return kiln::arccos(a); }, -1, 1, 1e-15},
+      {"np.arctan(x)", [](const Array& a) { return kiln::arctan(a); }, -10, 10, 1e-15},
+      {"np.floor(x)", [](const Array& a) { return kiln::floor(a); }, -5, 5, 0},
+      {"np.ceil(x)", [](const Array& a) { return kiln::ceil(a); }, -5, 5, 0},
+      {"np.round(x)", [](const Array& a) { return kiln::round(a); }, -5, 5, 0},
+      {"np.sign(x)", [](const Array& a) { return kiln::sign(a); }, -5, 5, 0},
+      {"1 / (1 + np.exp(-x))", [](const Array& a) { return kiln::sigmoid(a); }, -10, 10, 1e-15},
+  };
+  uint32_t seed = 1;
+  for (const auto& c : cases) {
+    NDArray x = kt::random_array(DType::Float64, {37, 53}, seed++, c.lo, c.hi);
+    NDArray got = c.fn(lazy(x, {16, 20})).compute();
+    NDArray want = kt::numpy({{"x", x}}, {c.np})[0];
+    EXPECT_TRUE(same(got, want, c.rtol * 4)) << c.np;
+  }
+}
+
+TEST(Elementwise, RoundIsHalfToEven) {
+  NDArray x = kt::make_array(DType::Float64, {6}, {0.5, 1.5, 2.5, -0.5, -1.5, 2.4999});
+  EXPECT_TRUE(same(kiln::round(lazy(x)).compute(),
+                   kt::make_array(DType::Float64, {6}, {0, 2, 2, -0.0, -2, 2})));
+}
+
+TEST(Elementwise, PredicatesAndSpecialValues) {
+  double inf = INFINITY, nan = NAN;
+  NDArray x = kt::make_array(DType::Float64, {6}, {0, -0.0, inf, -inf, nan, 2.5});
+  auto want =
+      kt::numpy({{"x", x}}, {"np.isnan(x)", "np.isfinite(x)", "np.sign(x)", "np.logical_not(x)",
+                             "np.maximum(x, 1.0)", "np.minimum(x, 1.0)"});
+  Array a = lazy(x);
+  EXPECT_TRUE(same(isnan(a).compute(), want[0]));
+  EXPECT_TRUE(same(isfinite(a).compute(), want[1]));
+  EXPECT_TRUE(same(sign(a).compute(), want[2]));
+  EXPECT_TRUE(same(logical_not(a).compute(), want[3]));
+  EXPECT_TRUE(same(maximum(a, 1.0).compute(), want[4]));
+  EXPECT_TRUE(same(minimum(a, 1.0).compute(), want[5]));
+}
+
+TEST(Elementwise, BinaryOpsWithBroadcastingMatchNumPy) {
+  NDArray a = kt::random_array(DType::Float64, {7, 1, 9}, 11);
+  NDArray b = kt::random_array(DType::Float64, {5, 9}, 12, 0.5, 4);
+  Array x = lazy(a, {3, 1, 4}), y = lazy(b, {2, 5});
+  std::vector<std::string> exprs = {"a + b",
+                                    "a - b",
+                                    "a * b",
+                                    "a / b",
+                                    "np.remainder(a, b)",
+                                    "np.power(np.abs(a), b)",
+                                    "a < b",
+                                    "a <= b",
+                                    "a > b",
+                                    "a >= b",
+                                    "a == b",
+                                    "a != b",
+                                    "np.maximum(a, b)",
+                                    "np.minimum(a, b)"};
+  auto want = kt::numpy({{"a", a}, {"b", b}}, exprs);
+  std::vector<Array> got = {
+      x + y,  x - y,  x * y,  x / y,         x % y,        pow(abs(x), y), x<y, x <= y, x> y,
+      x >= y, x == y, x != y, maximum(x, y), minimum(x, y)};
+  auto res = compute(got);
+  for (size_t k = 0; k < exprs.size(); ++k) EXPECT_TRUE(same(res[k], want[k], 4e-16)) << exprs[k];
+}
+
+TEST(Elementwise, IntegerArithmeticFollowsNumPy) {
+  NDArray a = kt::random_array(DType::Int64, {40}, 21, -50, 50);
+  NDArray b = kt::random_array(DType::Int64, {40}, 22, -6, 6);  // includes zeros
+  Array x = lazy(a, {16}), y = lazy(b, {16});
+  auto want =
+      kt::numpy({{"a", a}, {"b", b}},
+                {"a + b", "a - b", "a * b", "np.remainder(a, b)", "a / b", "np.power(a, np.abs(b))",
+                 "np.maximum(a, b)", "-a", "np.abs(a)", "np.sign(a)"});
+  auto got = compute(
+      {x + y, x - y, x * y, x % y, x / y, pow(x, abs(y)), maximum(x, y), -x, abs(x), sign(x)});
+  for (size_t k = 0; k < got.size(); ++k) EXPECT_TRUE(same(got[k], want[k])) << k;
+}
+
+TEST(Elementwise, TypePromotionMatchesNumPy) {
+  NDArray i32 = kt::random_array(DType::Int32, {4, 3}, 31, -9, 9);
+  NDArray i64 = kt::random_array(DType::Int64, {4, 3}, 32, -9, 9);
+  NDArray f32 = kt::random_array(DType::Float32, {4, 3}, 33);
+  NDArray f64 = kt::random_array(DType::Float64, {4, 3}, 34);
+  NDArray bl = kt::random_array(DType::Bool, {4, 3}, 35);
+  Array a = lazy(i32), b = lazy(i64), c = lazy(f32), d = lazy(f64), e = lazy(bl);
+  auto want = kt::numpy(
+      {{"a", i32}, {"b", i64}, {"c", f32}, {"d", f64}, {"e", bl}},
+      {"a + b", "a + c", "c + d", "b * c", "e + a", "e & e", "a + np.int32(1)",
+       "c * np.float32(0.5)", "a + 0.5", "e + e", "e * e", "a / a", "c / c", "np.sqrt(a)"});
+  auto got = compute({a + b, a + c, c + d, b * c, e + a, e & e, a + 1, c * 0.5, a + 0.5, e + e,
+                      e * e, a / a, c / c, sqrt(a)});
+  for (size_t k = 0; k < got.size(); ++k) EXPECT_TRUE(same(got[k], want[k], 1e-7)) << k;
+  EXPECT_EQ((a + 1).dtype(), DType::Int32);
+  EXPECT_EQ((c * 0.5).dtype(), DType::Float32);
+  EXPECT_EQ((e + 1).dtype(), DType::Int64);
+}
+
+TEST(Elementwise, WhereClipAstypeLogical) {
+  NDArray a = kt::random_array(DType::Float64, {6, 8}, 41);
+  NDArray b = kt::random_array(DType::Float64, {8}, 42);
+  Array x = lazy(a, {4, 3}), y = lazy(b);
+  auto want = kt::numpy(
+      {{"a", a}, {"b", b}},
+      {"np.where(a > b, a, b)", "np.where(a > 0, 1.5, a)", "np.clip(a, -1, 1)",
+       "a.astype(np.int32)", "a.astype(np.bool_)", "np.logical_and(a > 0, b > 0)",
+       "np.logical_or(a > 0, b > 0)", "(a > 0).astype(np.float32)", "np.where(a > 0, 1, 0)"});
+  auto got = compute({where(x > y, x, y), where(x > 0, 1.5, x), clip(x, -1, 1),
+                      x.astype(DType::Int32), x.astype(DType::Bool), (x > 0) & (y > 0),
+                      (x > 0) | (y > 0), (x > 0).astype(DType::Float32), where(x > 0, 1, 0)});
+  for (size_t k = 0; k < got.size(); ++k) EXPECT_TRUE(same(got[k], want[k])) << k;
+}
+
+TEST(Elementwise, ScalarsOnEitherSide) {
+  NDArray a = kt::random_array(DType::Float64, {10}, 51, 0.5, 3);
+  Array x = lazy(a, {3});
+  auto want = kt::numpy({{"a", a}}, {"2 - a", "2 / a", "2 ** a", "a ** 2", "3 % a", "a % 0.7"});
+  auto got = compute({2 - x, 2 / x, pow(2, x), pow(x, 2), 3 % x, x % 0.7});
+  for (size_t k = 0; k < got.size(); ++k) EXPECT_TRUE(same(got[k], want[k], 1e-15)) << k;
+}

@@ -1,0 +1,82 @@
+// Bad input: every user mistake throws kiln::Error when the expression is built, naming the
+// operation, the operands and what was expected.
+#include "oracle.hpp"
+
+using namespace kiln;
+
+namespace {
+// Runs f, expects a kiln::Error whose message contains every fragment.
+template <class F>
+void expect_error(F&& f, const std::vector<std::string>& fragments) {
+  try {
+    f();
+    ADD_FAILURE() << "no kiln::Error thrown; expected one mentioning " << fragments[0];
+  } catch (const Error& e) {
+    std::string m = e.what();
+    for (const auto& frag : fragments)
+      EXPECT_NE(m.find(frag), std::string::npos) << "message: " << m << "\nmissing: " << frag;
+  }
+}
+}  // namespace
+
+TEST(Errors, ShapeMismatchInBroadcasting) {
+  Array a = zeros({3, 4}), b = zeros({5});
+  expect_error([&] { a + b; }, {"add", "(3, 4)", "(5,)", "broadcast"});
+  expect_error([&] { where(a > 0, a, zeros({2, 4})); }, {"where", "(2, 4)"});
+}
+
+TEST(Errors, AxisOutOfRangeAndDuplicate) {
+  Array a = zeros({3, 4});
+  expect_error([&] { a.sum({2}); }, {"sum", "axis 2", "rank 2"});
+  expect_error([&] { a.max({-3}); }, {"max", "axis -3"});
+  expect_error([&] { a.mean({1, -1}); }, {"mean", "duplicate"});
+  expect_error([&] { a.transpose({0, 0}); }, {"transpose", "repeated"});
+}
+
+TEST(Errors, SlicesAndIndices) {
+  Array a = zeros({3, 4});
+  expect_error([&] { a.slice({{0, {}, 0}}); }, {"slice", "step", "zero"});
+  expect_error([&] { a[3]; }, {"index 3", "axis 0", "size 3"});
+  expect_error([&] { a.slice({Slice::all(), Slice::index(-5)}); }, {"index -5", "axis 1"});
+  expect_error(
+      [&] {
+        a.slice({Slice::all(), Slice::all(), Slice::all()});
+      },
+      {"too many indices", "(3, 4)"});
+}
+
+TEST(Errors, ReshapeConcatStack) {
+  Array a = zeros({3, 4});
+  expect_error([&] { a.reshape({5, 3}); }, {"reshape", "size 12", "(5, 3)"});
+  expect_error([&] { a.reshape({-1, -1}); }, {"reshape", "one unknown"});
+  expect_error([&] { concatenate({a, zeros({3, 5})}); }, {"concatenate", "(3, 5)", "axis 0"});
+  expect_error([&] { concatenate({a, zeros({4})}); }, {"concatenate", "rank"});
+  expect_error([&] { stack({a, zeros({4, 3})}); }, {"stack", "same shape"});
+  expect_error([&] { a.broadcast_to({4}); }, {"broadcast_to", "(3, 4)"});
+}
+
+TEST(Errors, ChunksAndShapes) {
+  expect_error([&] { zeros({10, 10}, {5}); }, {"chunks", "rank 2"});
+  expect_error([&] { zeros({10, 10}, {5, -1}); }, {"chunk sizes must be positive"});
+  expect_error([&] { zeros({-1, 3}); }, {"negative dimension"});
+  expect_error([&] { zeros({4}).rechunk({1, 1}); }, {"rechunk", "rank 1"});
+}
+
+TEST(Errors, DtypesAndGenerators) {
+  Array b = zeros({3}, {}, DType::Bool);
+  expect_error([&] { -b; }, {"negative", "bool"});
+  expect_error([&] { b - b; }, {"subtract", "bool"});
+  expect_error([&] { random::Generator(0).integers(5, 5, {3}); }, {"integers", "low < high"});
+  expect_error([&] { random::Generator(0).normal(0, -1, {3}); }, {"normal", "std"});
+  expect_error([&] { random::Generator(0).uniform(0, 1, {3}, {}, DType::Int32); },
+               {"uniform", "float32 or float64"});
+  expect_error([&] { arange(0, 10, 0); }, {"arange", "step"});
+  expect_error([&] { zeros({0}).min(); }, {"min", "zero-size"});
+}
+
+TEST(Errors, FilesAndResults) {
+  expect_error([&] { load_npy("/nonexistent/x.npy"); }, {"load_npy", "/nonexistent/x.npy"});
+  expect_error([&] { zeros({2}).compute().item<double>(); }, {"item", "size 1"});
+  expect_error([&] { compute({Array()}); }, {"compute", "empty"});
+  expect_error([&] { zeros({2}).compute().data_as<int32_t>(); }, {"float64"});
+}

@@ -1,0 +1,86 @@
+// Reductions against NumPy: every reduction, over all axes and axis subsets, keepdims, uneven
+// chunkings (so partials go through the combine tree), integer and bool inputs, NaN.
+#include "oracle.hpp"
+
+using namespace kiln;
+using kt::lazy;
+using kt::same;
+
+TEST(Reduce, AllReductionsAllAxisSetsMatchNumPy) {
+  NDArray a = kt::random_array(DType::Float64, {13, 7, 11}, 61, 0.5, 1.5);
+  Array x = lazy(a, {4, 3, 5});
+  std::vector<std::pair<std::vector<int>, std::string>> axes = {
+      {{}, "None"},       {{0}, "0"},          {{1}, "1"},        {{2}, "2"},
+      {{0, 2}, "(0, 2)"}, {{-1, 1}, "(1, 2)"}, {{0, 1}, "(0, 1)"}};
+  for (bool kd : {false, true}) {
+    std::vector<std::string> exprs;
+    std::vector<Array> got;
+    for (const auto& [ax, np] : axes) {
+      std::string k = std::string(", keepdims=") + (kd ? "True" : "False") + ")";
+      for (const char* f : {"sum", "prod", "mean", "min", "max", "var", "std"})
+        exprs.push_back(std::string("np.") + f + "(a, axis=" + np + k);
+      exprs.push_back("np.all(a > 0.6, axis=" + np + k);
+      exprs.push_back("np.any(a > 1.4, axis=" + np + k);
+      got.insert(got.end(),
+                 {x.sum(ax, kd), x.prod(ax, kd), x.mean(ax, kd), x.min(ax, kd), x.max(ax, kd),
+                  x.var(ax, kd), x.std(ax, kd), (x > 0.6).all(ax, kd), (x > 1.4).any(ax, kd)});
+    }
+    auto want = kt::numpy({{"a", a}}, exprs);
+    auto res = compute(got);
+    for (size_t k = 0; k < exprs.size(); ++k) EXPECT_TRUE(same(res[k], want[k], 1e-12)) << exprs[k];
+  }
+}
+
+TEST(Reduce, IntegerAndBoolDtypes) {
+  NDArray i = kt::random_array(DType::Int32, {50, 30}, 62, -100, 100);
+  NDArray b = kt::random_array(DType::Bool, {50, 30}, 63);
+  Array x = lazy(i, {7, 8}), y = lazy(b, {7, 8});
+  auto want =
+      kt::numpy({{"i", i}, {"b", b}},
+                {"i.sum()", "i.sum(axis=0)", "i.min(axis=1)", "i.max()", "i.mean()", "b.sum()",
+                 "b.sum(axis=1)", "b.all()", "b.any(axis=0)", "(i % 3 + 1).prod(axis=0)"});
+  auto got = compute({x.sum(), x.sum({0}), x.min({1}), x.max(), x.mean(), y.sum(), y.sum({1}),
+                      y.all(), y.any({0}), (x % 3 + 1).prod({0})});
+  for (size_t k = 0; k < got.size(); ++k) EXPECT_TRUE(same(got[k], want[k], 1e-13)) << k;
+  EXPECT_EQ(got[0].dtype(), DType::Int64);
+  EXPECT_EQ(got[4].dtype(), DType::Float64);
+}
+
+TEST(Reduce, NaNPropagatesThroughMinMaxAndSum) {
+  NDArray a = kt::make_array(DType::Float64, {2, 3}, {1, NAN, 3, 4, 5, 6});
+  Array x = lazy(a, {1, 2});
+  auto got = compute({x.min(), x.max({1}), x.sum({0}), x.min({0})});
+  EXPECT_TRUE(std::isnan(got[0].item<double>()));
+  EXPECT_TRUE(same(got[1], kt::make_array(DType::Float64, {2}, {NAN, 6})));
+  EXPECT_TRUE(same(got[2], kt::make_array(DType::Float64, {3}, {5, NAN, 9})));
+  EXPECT_TRUE(same(got[3], kt::make_array(DType::Float64, {3}, {1, NAN, 3})));
+}
+
+TEST(Reduce, ManyBlocksUseTheCombineTree) {
+  // 40 x 40 blocks: each result is folded through two levels of the fan-in-8 tree.
+  NDArray a = kt::random_array(DType::Float64, {400, 80}, 64);
+  Array x = lazy(a, {10, 2});
+  auto want = kt::numpy({{"a", a}}, {"a.sum()", "a.max(axis=0)", "a.mean(axis=1)"});
+  auto got = compute({x.sum(), x.max({0}), x.mean({1})});
+  EXPECT_TRUE(same(got[0], want[0], 1e-12));
+  EXPECT_TRUE(same(got[1], want[1]));
+  EXPECT_TRUE(same(got[2], want[2], 1e-13, 1e-15));
+}
+
+TEST(Reduce, EmptyArrays) {
+  Array z = zeros({0, 4}, {}, DType::Float64);
+  EXPECT_EQ(z.sum().compute().item<double>(), 0.0);
+  EXPECT_TRUE(same(z.sum({0}).compute(), kt::make_array(DType::Float64, {4}, {0, 0, 0, 0})));
+  EXPECT_TRUE(std::isnan(z.mean().compute().item<double>()));
+  EXPECT_EQ(z.prod().compute().item<double>(), 1.0);
+  EXPECT_THROW(z.max(), Error);
+}
+
+TEST(Reduce, VarianceWithDdof) {
+  NDArray a = kt::random_array(DType::Float64, {30, 4}, 65);
+  Array x = lazy(a, {7, 4});
+  auto want = kt::numpy({{"a", a}}, {"a.var(ddof=1)", "a.std(axis=0, ddof=1)"});
+  auto got = compute({x.var({}, false, 1), x.std({0}, false, 1)});
+  EXPECT_TRUE(same(got[0], want[0], 1e-13));
+  EXPECT_TRUE(same(got[1], want[1], 1e-13));
+}

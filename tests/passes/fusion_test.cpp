@@ -1,0 +1,83 @@
+// Fusion: kernel and task counts, the reasons for boundaries, --no-fuse giving the same results.
+#include <sstream>
+
+#include "oracle.hpp"
+
+using namespace kiln;
+
+namespace {
+Stats run(const std::vector<Array>& a, bool fuse, std::vector<NDArray>* out = nullptr,
+          std::string* ir = nullptr) {
+  ComputeOptions o;
+  o.fuse = fuse;
+  std::ostringstream os;
+  if (ir) o.ir = &os;
+  auto r = compute(a, o);
+  if (out) *out = r;
+  if (ir) *ir = os.str();
+  return stats();
+}
+}  // namespace
+
+TEST(Fusion, RandomSumIsOneKernelWithOneTaskPerBlockPlusTree) {
+  random::Generator rng(0);
+  Array x = rng.normal(10, 1, {400, 400}, {100, 100});
+  Array y = (x + 1).slice({{0, {}, 2}, {0, {}, 2}}).sum();
+  std::string ir;
+  Stats s = run({y}, true, nullptr, &ir);
+  EXPECT_EQ(s.last_kernels, 1);
+  EXPECT_EQ(s.last_tasks, 16 + 2 + 1);  // 16 blocks, two combines of 8, one final
+  // The slice reached the generator: after push_slices no Slice node is left.
+  std::string after = ir.substr(ir.find("; IR after push_slices"));
+  EXPECT_EQ(after.find("Slice"), std::string::npos) << after;
+  EXPECT_NE(ir.find("reduction across blocks"), std::string::npos);
+}
+
+TEST(Fusion, DiamondComputesSharedNodeOnce) {
+  random::Generator rng(0);
+  Array x = rng.uniform(1, 2, {100, 100}, {50, 50});
+  Array y = (exp(x) - 1 / x).sum();
+  std::ostringstream kernels;
+  ComputeOptions o;
+  o.kernels = &kernels;
+  NDArray r = compute({y}, o)[0];
+  // One random leaf in the kernel: x is generated once per element and used twice.
+  std::string k = kernels.str();
+  size_t leaves = 0;
+  for (size_t p = k.find("leaf "); p != std::string::npos; p = k.find("leaf ", p + 1))
+    if (k.compare(p, 8, "leaf 0: ") == 0 || k.compare(p, 8, "leaf 1: ") == 0) ++leaves;
+  EXPECT_EQ(leaves, 1u) << k;
+  EXPECT_NEAR(r.item<double>() / 1e4, std::exp(2) - std::exp(1) - std::log(2), 0.01);
+}
+
+TEST(Fusion, NoFuseRunsEveryOpAsItsOwnTaskWithTheSameResults) {
+  random::Generator rng(3);
+  Array x = rng.uniform(0, 1, {60, 60}, {20, 20});
+  std::vector<Array> outs = {(sin(x) * 2 + cos(x)).sum({0}), (x * x - 1).max(),
+                             (x + 1).slice({{0, {}, 2}, {{}, {}, -3}})};
+  std::vector<NDArray> fused, unfused;
+  Stats a = run(outs, true, &fused);
+  Stats b = run(outs, false, &unfused);
+  EXPECT_LT(a.last_kernels, b.last_kernels);
+  EXPECT_LT(a.last_tasks, b.last_tasks);
+  for (size_t k = 0; k < outs.size(); ++k) EXPECT_TRUE(kt::same(fused[k], unfused[k], 1e-12)) << k;
+}
+
+TEST(Fusion, SeveralOutputsOverTheSameDataShareOneKernel) {
+  random::Generator rng(0);
+  Array x = rng.uniform(0, 1, {100, 100}, {25, 25});
+  Array y = sin(x) * sin(x) + cos(x) * cos(x) == 1;
+  Stats s = run({y.all(), y.sum(), x.max()}, true);
+  EXPECT_EQ(s.last_kernels, 1);
+}
+
+TEST(Fusion, ReductionFeedingElementwiseIsABoundary) {
+  NDArray a = kt::random_array(DType::Float64, {30, 20}, 91);
+  Array x = kt::lazy(a, {10, 10});
+  Array centered = x - x.mean({0}, true);
+  std::vector<NDArray> out;
+  Stats s = run({centered}, true, &out);
+  EXPECT_EQ(s.last_kernels, 2);
+  EXPECT_TRUE(
+      kt::same(out[0], kt::numpy({{"a", a}}, {"a - a.mean(axis=0, keepdims=True)"})[0], 1e-14));
+}

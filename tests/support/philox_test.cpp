@@ -1,0 +1,214 @@
+// Tests for the reference Philox4x32-10 generator and Kiln's element mapping.
+#include "support/philox.hpp"
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <set>
+
+#include <gtest/gtest.h>
+
+namespace kiln::philox {
+namespace {
+
+struct Kat {
+  Counter ctr;
+  Key key;
+  Counter expected;
+};
+
+void expect_kat(const Kat& kat) {
+  const Counter got = philox4x32_10(kat.ctr, kat.key);
+  for (int j = 0; j < 4; ++j) {
+    EXPECT_EQ(got[j], kat.expected[j]) << "word " << j;
+  }
+}
+
+// Random123 tests/kat_vectors, the three "philox4x32 10" lines
+// (columns: CTR[4] KEY[2] EXPECTED[4]):
+//   philox4x32 10 00000000 00000000 00000000 00000000 00000000 00000000
+//                 6627e8d5 e169c58d bc57ac4c 9b00dbd8
+//   philox4x32 10 ffffffff ffffffff ffffffff ffffffff ffffffff ffffffff
+//                 408f276d 41c83b0e a20bc7c6 6d5451fd
+//   philox4x32 10 243f6a88 85a308d3 13198a2e 03707344 a4093822 299f31d0
+//                 d16cfe09 94fdcceb 5001e420 24126ea1
+TEST(Philox4x32_10, KatAllZero) {
+  expect_kat({{0, 0, 0, 0}, {0, 0}, {0x6627e8d5, 0xe169c58d, 0xbc57ac4c, 0x9b00dbd8}});
+}
+
+TEST(Philox4x32_10, KatAllOnes) {
+  expect_kat({{0xffffffff, 0xffffffff, 0xffffffff, 0xffffffff},
+              {0xffffffff, 0xffffffff},
+              {0x408f276d, 0x41c83b0e, 0xa20bc7c6, 0x6d5451fd}});
+}
+
+TEST(Philox4x32_10, KatPiDigits) {
+  expect_kat({{0x243f6a88, 0x85a308d3, 0x13198a2e, 0x03707344},
+              {0xa4093822, 0x299f31d0},
+              {0xd16cfe09, 0x94fdcceb, 0x5001e420, 0x24126ea1}});
+}
+
+// Additional vectors from the extended Random123 KAT table (examples/kat_vectors of the Random123
+// manual distribution), exercising single-bit counters and keys in each word position.
+TEST(Philox4x32_10, KatExtended) {
+  const Kat kats[] = {
+      {{0x00000001, 0, 0, 0}, {0x00000001, 0}, {0xac08141b, 0xdfc5ccbe, 0x79c07a47, 0xa7f66093}},
+      {{0, 0, 0, 0x00000001}, {0x00000001, 0}, {0x127bee41, 0x1e047488, 0x48842b20, 0x0a393496}},
+      {{0x243f6a88, 0x85a308d3, 0x13198a2e, 0x03707344},
+       {0x00000001, 0},
+       {0x38527b8f, 0xfad9a48c, 0x20e675c0, 0xf2fea26a}},
+      {{0, 0, 0xffffffff, 0}, {0, 0x00000001}, {0x576241af, 0xd3b45bee, 0x619bd94d, 0x15dd8793}},
+      {{0, 0, 0, 0x80000000}, {0, 0x80000000}, {0xf7a0b371, 0xe51dc93d, 0x56ce135d, 0x1d4b5580}},
+  };
+  for (const Kat& kat : kats) expect_kat(kat);
+}
+
+// The element mapping is exactly philox4x32_10({i_lo, i_hi, stream, 0}, {seed_lo, seed_hi}).
+TEST(PhiloxMapping, BlockMatchesDefinition) {
+  const uint64_t seed = 0x299f31d0a4093822ull;
+  const uint64_t i = 0x85a308d3243f6a88ull;
+  const uint32_t stream = 0x13198a2e;
+  const Counter w = philox4x32_10({uint32_t(i), uint32_t(i >> 32), stream, 0},
+                                  {uint32_t(seed), uint32_t(seed >> 32)});
+  EXPECT_EQ(block(seed, stream, i), w);
+  // Seed 0, stream 0, index 0 is the all-zero KAT.
+  EXPECT_EQ(block(0, 0, 0), (Counter{0x6627e8d5, 0xe169c58d, 0xbc57ac4c, 0x9b00dbd8}));
+  // The value functions use the documented words.
+  EXPECT_EQ(uniform(seed, stream, i), uniform_from_bits(w[0], w[1]));
+  EXPECT_EQ(uniform_f32(seed, stream, i), float(w[0] >> 8) * 0x1.0p-24f);
+}
+
+TEST(PhiloxMapping, UniformFromBitsEdges) {
+  EXPECT_EQ(uniform_from_bits(0, 0), 0.0);
+  EXPECT_EQ(uniform_from_bits(0xffffffff, 0xffffffff), 1.0 - 0x1.0p-53);
+  EXPECT_LT(uniform_from_bits(0xffffffff, 0xffffffff), 1.0);
+  EXPECT_EQ(uniform_from_bits(0x80000000, 0), 0.5);
+  // The low 11 bits are discarded.
+  EXPECT_EQ(uniform_from_bits(0, 0x7ff), 0.0);
+  EXPECT_EQ(uniform_from_bits(0, 0x800), 0x1.0p-53);
+}
+
+TEST(PhiloxMapping, UniformRangeAndMean) {
+  const uint64_t n = 1000000;
+  double sum = 0.0;
+  for (uint64_t i = 0; i < n; ++i) {
+    const double u = uniform(12345, 0, i);
+    ASSERT_GE(u, 0.0);
+    ASSERT_LT(u, 1.0);
+    sum += u;
+  }
+  EXPECT_NEAR(sum / double(n), 0.5, 0.002);
+}
+
+TEST(PhiloxMapping, UniformF32RangeAndMean) {
+  const uint64_t n = 1000000;
+  double sum = 0.0;
+  for (uint64_t i = 0; i < n; ++i) {
+    const float u = uniform_f32(777, 3, i);
+    ASSERT_GE(u, 0.0f);
+    ASSERT_LT(u, 1.0f);
+    sum += u;
+  }
+  EXPECT_NEAR(sum / double(n), 0.5, 0.002);
+}
+
+TEST(PhiloxMapping, NormalMomentsAndFinite) {
+  const uint64_t n = 1000000;
+  double sum = 0.0, sum_sq = 0.0;
+  for (uint64_t i = 0; i < n; ++i) {
+    const double z = standard_normal(42, 1, i);
+    ASSERT_TRUE(std::isfinite(z));
+    sum += z;
+    sum_sq += z * z;
+  }
+  const double mean = sum / double(n);
+  const double var = sum_sq / double(n) - mean * mean;
+  EXPECT_NEAR(mean, 0.0, 0.005);
+  EXPECT_NEAR(var, 1.0, 0.01);
+}
+
+TEST(PhiloxMapping, IntegersInRangeAndHitBothEnds) {
+  const int64_t low = -3, high = 4;  // seven values, -3..3
+  std::set<int64_t> seen;
+  for (uint64_t i = 0; i < 10000; ++i) {
+    const int64_t v = integers(9, 2, i, low, high);
+    ASSERT_GE(v, low);
+    ASSERT_LT(v, high);
+    seen.insert(v);
+  }
+  EXPECT_EQ(seen.size(), 7u);
+  EXPECT_TRUE(seen.count(low));
+  EXPECT_TRUE(seen.count(high - 1));
+}
+
+TEST(PhiloxMapping, IntegersSingletonAndWideRanges) {
+  for (uint64_t i = 0; i < 1000; ++i) {
+    EXPECT_EQ(integers(1, 0, i, 17, 18), 17);
+    // Full signed range: r = 2^64 - 1, must not overflow.
+    const int64_t lo = std::numeric_limits<int64_t>::min();
+    const int64_t hi = std::numeric_limits<int64_t>::max();
+    const int64_t v = integers(1, 0, i, lo, hi);
+    EXPECT_LT(v, hi);
+  }
+  // Mean of a moderately large range is close to the midpoint.
+  const uint64_t n = 200000;
+  double sum = 0.0;
+  for (uint64_t i = 0; i < n; ++i) sum += double(integers(5, 0, i, 1000, 2000));
+  EXPECT_NEAR(sum / double(n), 1499.5, 2.0);
+}
+
+TEST(PhiloxMapping, IntegersDocumentedFormula) {
+  const Counter w = block(77, 4, 123456789);
+  const uint64_t x = (uint64_t(w[0]) << 32) | w[1];
+  const uint64_t r = 1000;
+  const int64_t expected = -500 + int64_t(uint64_t((unsigned __int128)x * r >> 64));
+  EXPECT_EQ(integers(77, 4, 123456789, -500, 500), expected);
+}
+
+TEST(PhiloxMapping, Deterministic) {
+  for (uint64_t i : {uint64_t(0), uint64_t(1), uint64_t(1) << 40, ~uint64_t(0)}) {
+    EXPECT_EQ(uniform(2024, 5, i), uniform(2024, 5, i));
+    EXPECT_EQ(uniform_f32(2024, 5, i), uniform_f32(2024, 5, i));
+    EXPECT_EQ(standard_normal(2024, 5, i), standard_normal(2024, 5, i));
+    EXPECT_EQ(integers(2024, 5, i, -10, 10), integers(2024, 5, i, -10, 10));
+  }
+}
+
+TEST(PhiloxMapping, SeedsStreamsAndIndicesDiffer) {
+  int same_seed = 0, same_stream = 0, same_index = 0, same_hi_index = 0;
+  for (uint64_t i = 0; i < 1000; ++i) {
+    const double base = uniform(1, 0, i);
+    same_seed += base == uniform(2, 0, i);
+    same_stream += base == uniform(1, 1, i);
+    same_index += base == uniform(1, 0, i + 1);
+    // The high seed word and high index word matter too.
+    same_hi_index += uniform(1ull << 32, 0, i) == uniform(0, 0, i);
+    same_hi_index += uniform(1, 0, i | (1ull << 32)) == base;
+  }
+  EXPECT_EQ(same_seed, 0);
+  EXPECT_EQ(same_stream, 0);
+  EXPECT_EQ(same_index, 0);
+  EXPECT_EQ(same_hi_index, 0);
+}
+
+}  // namespace
+}  // namespace kiln::philox
+
+TEST(PhiloxMapping, OwnLogAndCosAreAccurate) {
+  using namespace kiln::philox;
+  // Within a few ulp of glibc over the generator's domains.
+  uint64_t state = 1;
+  for (int k = 0; k < 200000; ++k) {
+    state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+    const double u = double(state >> 11) * 0x1.0p-53;
+    const double x = 1.0 - u;  // (0, 1]
+    const double lg = std::log(x);
+    EXPECT_NEAR(log_positive(x), lg, 4e-16 * std::fabs(lg) + 2.3e-16) << x;  // ~2 ulp
+    const double c = std::cos(kTwoPi * u);
+    EXPECT_NEAR(cos_2pi(u), c, 1e-15) << u;
+  }
+  EXPECT_EQ(log_positive(1.0), 0.0);
+  EXPECT_EQ(cos_2pi(0.0), 1.0);
+  EXPECT_EQ(cos_2pi(0.5), -1.0);
+  EXPECT_NEAR(log_positive(0x1.0p-53), -53 * std::log(2.0), 1e-13);
+}

@@ -61,6 +61,7 @@ std::string Kernel::str() const {
     os << "  out " << k << ": " << (o.reduce ? std::string("reduce ") + reduce_name(o.fn) : "store")
        << " " << dtype_name(o.type) << " v" << o.value;
     if (o.reduce) os << " mask=" << o.reduced_mask;
+    if (o.index_value >= 0) os << " index=v" << o.index_value;
     os << "\n";
   }
   return os.str();
@@ -78,8 +79,10 @@ double reduce_identity_f(ReduceFn fn) {
     case ReduceFn::Prod:
       return 1.0;
     case ReduceFn::Min:
+    case ReduceFn::ArgMin:
       return std::numeric_limits<double>::infinity();
     case ReduceFn::Max:
+    case ReduceFn::ArgMax:
       return -std::numeric_limits<double>::infinity();
     case ReduceFn::All:
       return 1.0;
@@ -94,8 +97,12 @@ int64_t reduce_identity_i(ReduceFn fn, DType t) {
     case ReduceFn::Prod:
       return 1;
     case ReduceFn::Min:
+    case ReduceFn::ArgMin:
+      if (t == DType::Bool) return 1;
       return i32 ? std::numeric_limits<int32_t>::max() : std::numeric_limits<int64_t>::max();
     case ReduceFn::Max:
+    case ReduceFn::ArgMax:
+      if (t == DType::Bool) return 0;
       return i32 ? std::numeric_limits<int32_t>::min() : std::numeric_limits<int64_t>::min();
     case ReduceFn::All:
       return 1;

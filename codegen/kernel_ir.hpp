@@ -46,6 +46,7 @@ struct Value {
 
 struct Output {
   int value = -1;
+  int index_value = -1;         // ArgMin/ArgMax: the int64 index of the element (a second partial)
   DType type = DType::Float64;  // element type stored (reductions: the accumulator type)
   bool reduce = false;
   ReduceFn fn = ReduceFn::Sum;
@@ -65,6 +66,14 @@ struct Kernel {
   int output_base(int out) const { return rank + (int(leaves.size()) + out) * (rank + 1); }
   int param_base() const { return rank + int(leaves.size() + outputs.size()) * (rank + 1); }
   int num_ints() const { return param_base() + int(params.size()); }
+  // P slots: memory leaves, then one per output, then one index partial per arg output.
+  int output_pointer(int out) const { return num_pointers + out; }
+  int index_pointer(int out) const {
+    int k = num_pointers + int(outputs.size());
+    for (int o = 0; o < out; ++o) k += outputs[o].index_value >= 0 ? 1 : 0;
+    return k;
+  }
+  int num_pointer_slots() const { return index_pointer(int(outputs.size())); }
 
   std::string str() const;  // text form (KILN_DEBUG=3), also the cache key's source
   uint64_t hash() const;

@@ -29,6 +29,18 @@ class Lowerer {
         ko.type = r.dtype;
         if (ko.fn == ReduceFn::All || ko.fn == ReduceFn::Any) ko.type = DType::Bool;
         for (int ax : r.reduce_axes()) ko.reduced_mask |= 1u << ax;
+        if (ko.fn == ReduceFn::ArgMin || ko.fn == ReduceFn::ArgMax) {
+          // Accumulate the input's values plus their index: C order over the reduced dims.
+          ko.type = out_.kernel.values[v].type;
+          std::vector<int64_t> strides(g_.domain.size(), 0);
+          int64_t s = 1;
+          for (size_t d = g_.domain.size(); d-- > 0;)
+            if ((ko.reduced_mask >> d) & 1u) {
+              strides[d] = s;
+              s *= g_.domain[d];
+            }
+          ko.index_value = iota_leaf(AffineMap{0, strides});
+        }
         v = cast(v, ko.type);
       } else {
         ko.type = o.target->dtype;
@@ -74,16 +86,25 @@ class Lowerer {
     return k;
   }
 
+  // Adds leaf l read under map m and returns the value that loads it.
+  int add_leaf(kir::Leaf l, LeafBinding b, const AffineMap& m) {
+    int r = out_.kernel.rank;
+    l.inner_stride = r == 0 ? 0 : m.strides[r - 1] == 0 ? 0 : m.strides[r - 1] == 1 ? 1 : -1;
+    b.offset = m.offset;
+    b.strides = m.strides;
+    out_.kernel.leaves.push_back(l);
+    out_.leaves.push_back(std::move(b));
+    kir::Value v{kir::VOp::Leaf, l.dtype};
+    v.index = int(out_.kernel.leaves.size()) - 1;
+    return add(v);
+  }
+
   // A leaf reading `base` under map m: a materialized array when `materialized`, else the
   // Buffer/Random/Iota node itself.
   int leaf(const Node& base, const AffineMap& m, DType dtype, bool materialized) {
     kir::Leaf l;
     LeafBinding b;
     l.dtype = dtype;
-    b.offset = m.offset;
-    b.strides = m.strides;
-    int r = out_.kernel.rank;
-    l.inner_stride = r == 0 ? 0 : m.strides[r - 1] == 0 ? 0 : m.strides[r - 1] == 1 ? 1 : -1;
     if (materialized || base.op == Op::Buffer) {
       l.kind = kir::LeafKind::Memory;
       l.pointer = out_.kernel.num_pointers++;
@@ -103,11 +124,15 @@ class Lowerer {
     } else {
       throw InternalError(std::string("lower: unexpected leaf ") + op_name(base.op));
     }
-    out_.kernel.leaves.push_back(l);
-    out_.leaves.push_back(std::move(b));
-    kir::Value v{kir::VOp::Leaf, dtype};
-    v.index = int(out_.kernel.leaves.size()) - 1;
-    return add(v);
+    return add_leaf(l, std::move(b), m);
+  }
+
+  // The flat index under map m (argmin/argmax positions).
+  int iota_leaf(const AffineMap& m) {
+    kir::Leaf l;
+    l.kind = kir::LeafKind::Iota;
+    l.dtype = DType::Int64;
+    return add_leaf(l, LeafBinding{}, m);
   }
 
   // A node read by this group: a materialized array is loaded; anything else is computed.

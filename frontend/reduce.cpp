@@ -89,6 +89,15 @@ Array Array::any(std::vector<int> ax, bool kd) const {
   return reduce(ReduceFn::Any, *this, ax, kd);
 }
 
+Array Array::argmin(std::optional<int> axis, bool kd) const {
+  if (!axis && ndim() == 0) return reduce(ReduceFn::ArgMin, reshape({1}), {}, kd);
+  return reduce(ReduceFn::ArgMin, *this, axis ? std::vector<int>{*axis} : std::vector<int>{}, kd);
+}
+Array Array::argmax(std::optional<int> axis, bool kd) const {
+  if (!axis && ndim() == 0) return reduce(ReduceFn::ArgMax, reshape({1}), {}, kd);
+  return reduce(ReduceFn::ArgMax, *this, axis ? std::vector<int>{*axis} : std::vector<int>{}, kd);
+}
+
 Array Array::var(std::vector<int> ax, bool kd, int ddof) const {
   Array x = astype(float_result(dtype()));
   Array d = x - x.mean(ax, true);

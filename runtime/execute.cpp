@@ -179,7 +179,10 @@ class Run {
     if (--readers_[a] == 0 && p_.arrays[a].output < 0) data_[a].reset();
   }
 
-  size_t partial_bytes(int id) const {
+  static bool is_arg(ReduceFn fn) { return fn == ReduceFn::ArgMin || fn == ReduceFn::ArgMax; }
+
+  // Elements of a partial: the block's extents with the reduced dims collapsed.
+  int64_t partial_elems(int id) const {
     const auto& [ri, block] = p_.partials[id];
     const PlanReduce& r = p_.reduces[ri];
     const PlanGroup& g = p_.groups[r.group];
@@ -189,20 +192,32 @@ class Run {
     int64_t n = 1;
     for (size_t d = 0; d < g.domain.size(); ++d)
       if (!((mask >> d) & 1u)) n *= ext[d];
-    return static_cast<size_t>(n) * dtype_size(r.acc);
+    return n;
+  }
+
+  // A partial holds its values, then (argmin/argmax) their int64 indices.
+  size_t partial_bytes(int id) const {
+    const PlanReduce& r = p_.reduces[p_.partials[id].first];
+    size_t per = dtype_size(r.acc) + (is_arg(r.fn) ? sizeof(int64_t) : 0);
+    return static_cast<size_t>(partial_elems(id)) * per;
   }
 
   void* new_partial(int id) {
     const PlanReduce& r = p_.reduces[p_.partials[id].first];
-    size_t bytes = partial_bytes(id);
-    void* mem = host_alloc(bytes);
+    int64_t n = partial_elems(id);
+    void* mem = host_alloc(partial_bytes(id));
     with_type(r.acc, [&](auto z) {
       using T = decltype(z);
-      T init = identity_of<T>(r.fn, r.acc);
-      std::fill_n(static_cast<T*>(mem), bytes / sizeof(T), init);
+      std::fill_n(static_cast<T*>(mem), n, identity_of<T>(r.fn, r.acc));
+      if (is_arg(r.fn)) std::fill_n(arg_indices<T>(mem, n), n, int64_t{-1});
     });
     partial_[id] = mem;
     return mem;
+  }
+
+  template <class T>
+  static int64_t* arg_indices(void* partial, int64_t n) {
+    return reinterpret_cast<int64_t*>(static_cast<char*>(partial) + n * sizeof(T));
   }
 
   void run_kernel(const PlanTask& task) {
@@ -216,7 +231,7 @@ class Run {
     thread_local std::vector<void*> P;
     I.assign(k.num_ints(), 0);
     F.assign(k.params.size(), 0);
-    P.assign(k.num_pointers + k.outputs.size(), nullptr);
+    P.assign(k.num_pointer_slots(), nullptr);
     for (int d = 0; d < r; ++d) I[d] = ext[d];
     for (size_t l = 0; l < k.leaves.size(); ++l) {
       const LeafBinding& b = g.lowered.leaves[l];
@@ -236,7 +251,11 @@ class Run {
       int at = k.output_base(static_cast<int>(o));
       if (k.outputs[o].reduce) {
         int pid = p_.partial_of[task.group][task.block][reduce_index(g, o)];
-        P[k.num_pointers + o] = new_partial(pid);
+        void* mem = new_partial(pid);
+        P[k.output_pointer(o)] = mem;
+        if (k.outputs[o].index_value >= 0)
+          P[k.index_pointer(o)] =
+              static_cast<char*>(mem) + partial_elems(pid) * dtype_size(k.outputs[o].type);
         // Partial layout: the block's extents with reduced dims collapsed, C order.
         uint32_t mask = k.outputs[o].reduced_mask;
         int64_t s = 1;
@@ -249,7 +268,7 @@ class Run {
       } else {
         int a = g.output_arrays[o];
         ensure_array(a);
-        P[k.num_pointers + o] = data_[a].get();
+        P[k.output_pointer(o)] = data_[a].get();
         const OutputBinding& ob = g.lowered.outputs[o];
         int64_t base = ob.offset;
         for (int d = 0; d < r; ++d) {
@@ -277,18 +296,37 @@ class Run {
 
   void run_combine(const PlanTask& task) {
     const PlanReduce& r = p_.reduces[task.reduce];
-    size_t bytes = partial_bytes(task.partials_in[0]);
+    int64_t n = partial_elems(task.partials_in[0]);
     with_type(r.acc, [&](auto z) {
       using T = decltype(z);
-      size_t n = bytes / sizeof(T);
-      T* acc = static_cast<T*>(partial_[task.partials_in[0]]);
+      void* first = partial_[task.partials_in[0]];
+      T* acc = static_cast<T*>(first);
+      int64_t* acc_idx = is_arg(r.fn) ? arg_indices<T>(first, n) : nullptr;
       for (size_t q = 1; q < task.partials_in.size(); ++q) {
-        const T* in = static_cast<const T*>(partial_[task.partials_in[q]]);
-        for (size_t e = 0; e < n; ++e) acc[e] = fold<T>(r.fn, acc[e], in[e]);
+        void* other = partial_[task.partials_in[q]];
+        const T* in = static_cast<const T*>(other);
+        if (acc_idx) {
+          // Partials are combined in index order: a later one wins only if strictly better.
+          const int64_t* in_idx = arg_indices<T>(other, n);
+          bool is_max = r.fn == ReduceFn::ArgMax;
+          for (int64_t e = 0; e < n; ++e) {
+            T v = in[e], a = acc[e];
+            bool better = is_max ? v > a : v < a;
+            if constexpr (std::is_floating_point_v<T>) better = better || (v != v && a == a);
+            if (in_idx[e] >= 0 && (acc_idx[e] < 0 || better)) {
+              acc[e] = v;
+              acc_idx[e] = in_idx[e];
+            }
+          }
+        } else {
+          for (int64_t e = 0; e < n; ++e) acc[e] = fold<T>(r.fn, acc[e], in[e]);
+        }
       }
       if (task.partial_out >= 0) {
-        partial_[task.partial_out] = acc;  // reuse the first partial's memory
+        partial_[task.partial_out] = first;  // reuse the first partial's memory
         partial_[task.partials_in[0]] = nullptr;
+      } else if (acc_idx) {
+        write_result(r, task.final_block, acc_idx);
       } else {
         write_result(r, task.final_block, acc);
       }

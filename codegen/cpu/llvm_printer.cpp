@@ -7,6 +7,8 @@
 
 #include <array>
 #include <limits>
+#include <tuple>
+#include <utility>
 
 #include "support/error.hpp"
 #include "support/philox.hpp"
@@ -49,9 +51,11 @@ class Printer {
       ptrs_.push_back(k_.leaves[l].kind == kir::LeafKind::Memory
                           ? b_.CreateLoad(ptr, b_.CreateConstGEP1_64(ptr, P_, k_.leaves[l].pointer))
                           : nullptr);
-    for (size_t o = 0; o < k_.outputs.size(); ++o)
-      out_ptrs_.push_back(
-          b_.CreateLoad(ptr, b_.CreateConstGEP1_64(ptr, P_, k_.num_pointers + int(o))));
+    for (size_t o = 0; o < k_.outputs.size(); ++o) {
+      auto slot = [&](int k) { return b_.CreateLoad(ptr, b_.CreateConstGEP1_64(ptr, P_, k)); };
+      out_ptrs_.push_back(slot(k_.output_pointer(int(o))));
+      idx_ptrs_.push_back(is_arg(o) ? slot(k_.index_pointer(int(o))) : nullptr);
+    }
     for (size_t p = 0; p < k_.params.size(); ++p) params_.push_back(load_param(int(p)));
     (void)i64;
     idx_.assign(r, nullptr);
@@ -133,12 +137,18 @@ class Printer {
     std::vector<llvm::PHINode*> accs;
     if (inner) {
       acc_.assign(k_.outputs.size(), nullptr);
+      acc_idx_.assign(k_.outputs.size(), nullptr);
       for (size_t o = 0; o < k_.outputs.size(); ++o) {
         if (!inner_reduced(o)) continue;
         const auto& out = k_.outputs[o];
         auto* phi = b_.CreatePHI(reg_type(out.type), 2, "acc" + std::to_string(o));
         phi->addIncoming(identity(out), pre);
         acc_[o] = phi;
+        if (is_arg(o)) {
+          auto* iphi = b_.CreatePHI(b_.getInt64Ty(), 2, "accidx" + std::to_string(o));
+          iphi->addIncoming(b_.getInt64(-1), pre);
+          acc_idx_[o] = iphi;
+        }
       }
     }
     b_.CreateCondBr(b_.CreateICmpSLT(i, ext_[d]), bodyb, exit);
@@ -152,7 +162,11 @@ class Printer {
     i->addIncoming(b_.CreateAdd(i, b_.getInt64(1), "", true, true), latch);
     if (inner)
       for (size_t o = 0; o < k_.outputs.size(); ++o)
-        if (acc_[o]) llvm::cast<llvm::PHINode>(acc_[o])->addIncoming(acc_next_[o], latch);
+        if (acc_[o]) {
+          llvm::cast<llvm::PHINode>(acc_[o])->addIncoming(acc_next_[o], latch);
+          if (acc_idx_[o])
+            llvm::cast<llvm::PHINode>(acc_idx_[o])->addIncoming(acc_idx_next_[o], latch);
+        }
     b_.CreateBr(head);
     b_.SetInsertPoint(exit);
     if (inner) finish_inner_reductions();
@@ -184,28 +198,67 @@ class Printer {
     vals_.assign(k_.values.size(), nullptr);
     for (size_t v = 0; v < k_.values.size(); ++v) vals_[v] = emit(k_.values[v]);
     acc_next_.assign(k_.outputs.size(), nullptr);
+    acc_idx_next_.assign(k_.outputs.size(), nullptr);
     for (size_t o = 0; o < k_.outputs.size(); ++o) {
       const auto& out = k_.outputs[o];
       Value* v = vals_[out.value];
+      Value* idx = is_arg(o) ? vals_[out.index_value] : nullptr;
       if (inner_reduced(o)) {
-        acc_next_[o] = combine(out, acc_[o], v);
+        if (idx)
+          std::tie(acc_next_[o], acc_idx_next_[o]) = arg_step(out, acc_[o], acc_idx_[o], v, idx);
+        else
+          acc_next_[o] = combine(out, acc_[o], v);
         continue;
       }
-      llvm::Type* mt = mem_type(out.type);
-      Value* addr = b_.CreateGEP(mt, out_ptrs_[o], address(out_maps_[o]));
-      if (out.reduce) v = combine(out, from_mem(b_.CreateLoad(mt, addr), out.type), v);
-      b_.CreateStore(to_mem(v, out.type), addr);
+      fold_into_memory(o, address(out_maps_[o]), v, idx);
     }
+  }
+
+  // partial[at] (op)= v, or a plain store for store outputs.
+  void fold_into_memory(size_t o, Value* at, Value* v, Value* idx) {
+    const auto& out = k_.outputs[o];
+    llvm::Type* mt = mem_type(out.type);
+    Value* addr = b_.CreateGEP(mt, out_ptrs_[o], at);
+    if (idx) {
+      Value* iaddr = b_.CreateGEP(b_.getInt64Ty(), idx_ptrs_[o], at);
+      Value* mem_v = from_mem(b_.CreateLoad(mt, addr), out.type);
+      Value* mem_i = b_.CreateLoad(b_.getInt64Ty(), iaddr);
+      auto [nv, ni] = arg_step(out, mem_v, mem_i, v, idx);
+      b_.CreateStore(to_mem(nv, out.type), addr);
+      b_.CreateStore(ni, iaddr);
+      return;
+    }
+    if (out.reduce) v = combine(out, from_mem(b_.CreateLoad(mt, addr), out.type), v);
+    b_.CreateStore(to_mem(v, out.type), addr);
+  }
+
+  bool is_arg(size_t o) const { return k_.outputs[o].index_value >= 0; }
+
+  // One argmin/argmax step: (acc, acc_idx) holds earlier elements (index -1: none yet); the
+  // candidate (v, idx) wins only if strictly better, so ties keep the first occurrence, and a NaN
+  // wins over numbers (NumPy returns the first NaN).
+  std::pair<Value*, Value*> arg_step(const kir::Output& o, Value* acc, Value* acc_idx, Value* v,
+                                     Value* idx) {
+    bool is_max = o.fn == ReduceFn::ArgMax;
+    Value* better;
+    if (is_float(o.type)) {
+      Value* cmp = is_max ? b_.CreateFCmpOGT(v, acc) : b_.CreateFCmpOLT(v, acc);
+      Value* nan_wins = b_.CreateAnd(b_.CreateFCmpUNO(v, v), b_.CreateFCmpORD(acc, acc));
+      better = b_.CreateOr(cmp, nan_wins);
+    } else if (o.type == DType::Bool) {
+      better = is_max ? b_.CreateICmpUGT(v, acc) : b_.CreateICmpULT(v, acc);
+    } else {
+      better = is_max ? b_.CreateICmpSGT(v, acc) : b_.CreateICmpSLT(v, acc);
+    }
+    Value* take = b_.CreateAnd(b_.CreateICmpSGE(idx, b_.getInt64(0)),
+                               b_.CreateOr(b_.CreateICmpSLT(acc_idx, b_.getInt64(0)), better));
+    return {b_.CreateSelect(take, v, acc), b_.CreateSelect(take, idx, acc_idx)};
   }
 
   void finish_inner_reductions() {
     for (size_t o = 0; o < k_.outputs.size(); ++o) {
       if (!inner_reduced(o)) continue;
-      const auto& out = k_.outputs[o];
-      llvm::Type* mt = mem_type(out.type);
-      Value* addr = b_.CreateGEP(mt, out_ptrs_[o], address(out_maps_[o], true));
-      Value* v = combine(out, from_mem(b_.CreateLoad(mt, addr), out.type), acc_[o]);
-      b_.CreateStore(to_mem(v, out.type), addr);
+      fold_into_memory(o, address(out_maps_[o], true), acc_[o], acc_idx_[o]);
     }
   }
 
@@ -259,6 +312,7 @@ class Printer {
   }
 
   Value* fconst(DType t, double v) { return llvm::ConstantFP::get(reg_type(t), v); }
+  Value* dconst(double v) { return llvm::ConstantFP::get(b_.getDoubleTy(), v); }
 
   Value* call_intrinsic(llvm::Intrinsic::ID id, Value* x) { return b_.CreateUnaryIntrinsic(id, x); }
 
@@ -344,14 +398,19 @@ class Printer {
     return b_.CreateOr(b_.CreateShl(b_.CreateZExt(hi, i64), 32), b_.CreateZExt(lo, i64));
   }
 
+  // 53 random bits ((hi << 32 | lo) >> 11) as a double in [0, 1): computed as
+  // double(hi) * 2^21 + double(lo >> 11), two exact 32-bit conversions whose sum is exact, so the
+  // value is the reference's while every step vectorizes (no 64-bit integer -> double on AVX2).
   Value* uniform(Value* hi, Value* lo) {
-    Value* m = b_.CreateLShr(bits64(hi, lo), 11);
-    return b_.CreateFMul(b_.CreateUIToFP(m, b_.getDoubleTy()), fconst(DType::Float64, 0x1.0p-53));
+    auto* f64 = b_.getDoubleTy();
+    Value* h = b_.CreateUIToFP(hi, f64);
+    Value* l = b_.CreateUIToFP(b_.CreateLShr(lo, 11), f64);
+    Value* bits = b_.CreateFAdd(b_.CreateFMul(h, dconst(0x1.0p21)), l);
+    return b_.CreateFMul(bits, dconst(0x1.0p-53));
   }
 
   // Kiln's own log and cos(2 pi u), operation for operation as in support/philox.hpp, so
   // normals are bit-identical in vector and scalar code (and on other devices).
-  Value* dconst(double v) { return llvm::ConstantFP::get(b_.getDoubleTy(), v); }
 
   Value* log_positive(Value* x) {
     auto* i64 = b_.getInt64Ty();
@@ -368,7 +427,8 @@ class Printer {
     Value* p = dconst(philox::kLogCoef[10]);
     for (int k = 9; k >= 0; --k)
       p = b_.CreateFAdd(b_.CreateFMul(p, z), dconst(philox::kLogCoef[k]));
-    Value* de = b_.CreateSIToFP(e, b_.getDoubleTy());
+    // |e| < 1100: converting through i32 is exact and vectorizes.
+    Value* de = b_.CreateSIToFP(b_.CreateTrunc(e, b_.getInt32Ty()), b_.getDoubleTy());
     Value* tail = b_.CreateFAdd(b_.CreateFMul(de, dconst(philox::kLn2Lo)),
                                 b_.CreateFMul(b_.CreateFMul(dconst(2.0), s), p));
     return b_.CreateFAdd(b_.CreateFMul(de, dconst(philox::kLn2Hi)), tail);
@@ -598,7 +658,8 @@ class Printer {
   std::string name_;
   llvm::Function* fn_ = nullptr;
   Value *I_ = nullptr, *F_ = nullptr, *P_ = nullptr;
-  std::vector<Value*> ext_, ptrs_, out_ptrs_, params_, idx_, vals_, acc_, acc_next_;
+  std::vector<Value*> ext_, ptrs_, out_ptrs_, idx_ptrs_, params_, idx_, vals_;
+  std::vector<Value*> acc_, acc_next_, acc_idx_, acc_idx_next_;
   std::vector<Map> maps_, out_maps_;
 };
 

@@ -135,6 +135,10 @@ class Array {
   Array any(std::vector<int> axes = {}, bool keepdims = false) const;
   Array var(std::vector<int> axes = {}, bool keepdims = false, int ddof = 0) const;
   Array std(std::vector<int> axes = {}, bool keepdims = false, int ddof = 0) const;
+  // Index of the first minimum/maximum (first NaN if any): along `axis`, or into the flattened
+  // array when no axis is given (NumPy's argmin/argmax).
+  Array argmin(std::optional<int> axis = std::nullopt, bool keepdims = false) const;
+  Array argmax(std::optional<int> axis = std::nullopt, bool keepdims = false) const;
 
  private:
   NodeRef node_;
@@ -270,6 +274,12 @@ inline Array all(const Array& a, std::vector<int> ax = {}, bool kd = false) {
 }
 inline Array any(const Array& a, std::vector<int> ax = {}, bool kd = false) {
   return a.any(ax, kd);
+}
+inline Array argmin(const Array& a, std::optional<int> axis = std::nullopt, bool kd = false) {
+  return a.argmin(axis, kd);
+}
+inline Array argmax(const Array& a, std::optional<int> axis = std::nullopt, bool kd = false) {
+  return a.argmax(axis, kd);
 }
 
 // ---- structure ---------------------------------------------------------------------------------

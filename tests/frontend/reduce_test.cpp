@@ -84,3 +84,19 @@ TEST(Reduce, VarianceWithDdof) {
   EXPECT_TRUE(same(got[0], want[0], 1e-13));
   EXPECT_TRUE(same(got[1], want[1], 1e-13));
 }
+
+TEST(Reduce, ArgminArgmaxMatchNumPy) {
+  NDArray a = kt::random_array(DType::Float64, {23, 17}, 66);
+  NDArray i = kt::random_array(DType::Int32, {23, 17}, 67, -4, 4);  // many ties
+  NDArray n = kt::make_array(DType::Float64, {2, 4}, {1, NAN, 5, NAN, 7, 2, 7, 0});
+  Array x = lazy(a, {5, 4}), y = lazy(i, {4, 3}), z = lazy(n, {1, 2});
+  auto want = kt::numpy({{"a", a}, {"i", i}, {"n", n}},
+                        {"a.argmax()", "a.argmin()", "a.argmax(axis=0)", "a.argmin(axis=1)",
+                         "i.argmax()", "i.argmin(axis=0)", "i.argmax(axis=1)", "n.argmax()",
+                         "n.argmin(axis=1)", "n.argmax(axis=0)", "(a * 2).argmax(axis=-1)"});
+  auto got = compute({x.argmax(), x.argmin(), x.argmax(0), x.argmin(1), y.argmax(), y.argmin(0),
+                      y.argmax(1), z.argmax(), z.argmin(1), z.argmax(0), (x * 2).argmax(-1)});
+  for (size_t k = 0; k < got.size(); ++k) EXPECT_TRUE(same(got[k], want[k])) << k;
+  EXPECT_EQ(x.argmax(1, true).shape(), (Shape{23, 1}));
+  EXPECT_THROW(zeros({0}).argmax(), Error);
+}

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <exception>
 #include <limits>
+#include <map>
 #include <mutex>
 #include <thread>
 
@@ -74,6 +75,17 @@ void with_type(DType t, F&& f) {
   }
 }
 
+// One arena per thread count, kept for the process: creating an arena per compute() costs more
+// than a cached compute is allowed to.
+tbb::task_arena& arena_for(int threads) {
+  static std::mutex mu;
+  static auto* arenas = new std::map<int, std::unique_ptr<tbb::task_arena>>();  // never freed
+  std::lock_guard<std::mutex> lock(mu);
+  auto& a = (*arenas)[threads];
+  if (!a) a = std::make_unique<tbb::task_arena>(threads);
+  return *a;
+}
+
 class Run {
  public:
   Run(const Plan& p, const std::vector<ParamValue>& params)
@@ -106,8 +118,7 @@ class Run {
           if (--waits_[s] == 0) ready.push_back(s);
       }
     } else {
-      tbb::task_arena arena(threads);
-      arena.execute([&] {
+      arena_for(threads).execute([&] {
         tbb::task_group tg;
         for (int t : ready) tg.run([this, &tg, t] { run_chain(tg, t); });
         tg.wait();

@@ -46,34 +46,32 @@ namespace kiln::cpu {
 
 namespace {
 
-// Wider libmvec variants than LLVM 19's table has (AVX-512 8-wide double, 16-wide float), plus
-// functions glibc >= 2.35 vectorizes that the table lacks. Strings must outlive the TLI.
-std::vector<llvm::VecDesc> extra_vector_functions() {
+// libmvec variants LLVM 19's table lacks: AVX-512 ("e": 8-wide double, 16-wide float) for
+// sin/cos/exp/log/tan, and AVX2/AVX-512 variants of functions glibc >= 2.35 vectorizes. Each is
+// offered only when the host has the ISA it needs: LLVM splits a wide vector over narrower
+// registers, so an 8-wide call would otherwise be chosen on AVX2 hosts and die with SIGILL.
+std::vector<llvm::VecDesc> extra_vector_functions(bool avx2, bool avx512) {
   static std::deque<std::string> names;  // stable storage for the generated names
+  auto name = [&](std::string s) {
+    names.push_back(std::move(s));
+    return names.back().c_str();
+  };
   std::vector<llvm::VecDesc> v;
   auto add = [&](const char* scalar, const char* vec, unsigned width, const char* abi) {
     v.emplace_back(scalar, vec, llvm::ElementCount::getFixed(width), false, abi);
   };
-  for (const char* fn : {"sin", "cos", "exp", "log", "tan"}) {
-    names.push_back(std::string("llvm.") + fn + ".f64");
-    const char* intr = names.back().c_str();
-    names.push_back(std::string("_ZGVeN8v_") + fn);
-    const char* v8 = names.back().c_str();
-    names.push_back(std::string("llvm.") + fn + ".f32");
-    const char* intrf = names.back().c_str();
-    names.push_back(std::string("_ZGVeN16v_") + fn + "f");
-    const char* v16 = names.back().c_str();
-    add(intr, v8, 8, "_ZGV_LLVM_N8v");
-    add(fn, v8, 8, "_ZGV_LLVM_N8v");
-    add(intrf, v16, 16, "_ZGV_LLVM_N16v");
+  if (avx512) {
+    for (const char* fn : {"sin", "cos", "exp", "log", "tan"}) {
+      const char* v8 = name(std::string("_ZGVeN8v_") + fn);
+      add(name(std::string("llvm.") + fn + ".f64"), v8, 8, "_ZGV_LLVM_N8v");
+      add(fn, v8, 8, "_ZGV_LLVM_N8v");
+      add(name(std::string("llvm.") + fn + ".f32"), name(std::string("_ZGVeN16v_") + fn + "f"), 16,
+          "_ZGV_LLVM_N16v");
+    }
   }
   for (const char* fn : {"expm1", "log1p", "tanh", "asin", "acos", "atan"}) {
-    names.push_back(std::string("_ZGVdN4v_") + fn);
-    const char* v4 = names.back().c_str();
-    names.push_back(std::string("_ZGVeN8v_") + fn);
-    const char* v8 = names.back().c_str();
-    add(fn, v4, 4, "_ZGV_LLVM_N4v");
-    add(fn, v8, 8, "_ZGV_LLVM_N8v");
+    if (avx2) add(fn, name(std::string("_ZGVdN4v_") + fn), 4, "_ZGV_LLVM_N4v");
+    if (avx512) add(fn, name(std::string("_ZGVeN8v_") + fn), 8, "_ZGV_LLVM_N8v");
   }
   return v;
 }
@@ -157,7 +155,9 @@ class Jit {
     target_id_ = std::string(tm_->getTargetCPU()) + "|" +
                  std::string(tm_->getTargetFeatureString()) +
                  "|llvm-" LLVM_VERSION_STRING "|printer-" + std::to_string(kPrinterVersion);
-    extra_ = extra_vector_functions();
+    std::string features = tm_->getTargetFeatureString().str() + ",";
+    extra_ = extra_vector_functions(features.find("+avx2,") != std::string::npos,
+                                    features.find("+avx512f,") != std::string::npos);
   }
 
   std::unique_ptr<llvm::MemoryBuffer> build_object(const kir::Kernel& k, const char* name,

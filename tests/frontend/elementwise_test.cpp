@@ -148,3 +148,15 @@ TEST(Elementwise, ScalarsOnEitherSide) {
   auto got = compute({2 - x, 2 / x, pow(2, x), pow(x, 2), 3 % x, x % 0.7});
   for (size_t k = 0; k < got.size(); ++k) EXPECT_TRUE(same(got[k], want[k], 1e-15)) << k;
 }
+
+TEST(Elementwise, VectorizedTranscendentalsOverManyElements) {
+  // Long rows make the vectorizer pick its widest variant (a wrong libmvec ISA would SIGILL).
+  NDArray a = kt::random_array(DType::Float64, {64, 4096}, 52, -3, 3);
+  Array x = lazy(a, {16, 4096});
+  auto want = kt::numpy({{"a", a}}, {"np.sin(a).sum(axis=1)",
+                                     "(np.exp(a) - np.cos(a) * np.log1p(np.abs(a))).max(axis=1)",
+                                     "np.tanh(np.arctan(a)).sum(axis=1)"});
+  auto got = compute(
+      {sin(x).sum({1}), (exp(x) - cos(x) * log1p(abs(x))).max({1}), tanh(arctan(x)).sum({1})});
+  for (size_t k = 0; k < got.size(); ++k) EXPECT_TRUE(same(got[k], want[k], 1e-12)) << k;
+}

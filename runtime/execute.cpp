@@ -206,11 +206,16 @@ class Run {
     return n;
   }
 
-  // A partial holds its values, then (argmin/argmax) their int64 indices.
+  // A partial holds its values, then (argmin/argmax) their int64 indices at an 8-byte aligned
+  // offset.
+  static size_t index_offset(int64_t n, size_t value_size) {
+    return (static_cast<size_t>(n) * value_size + 7) / 8 * 8;
+  }
   size_t partial_bytes(int id) const {
     const PlanReduce& r = p_.reduces[p_.partials[id].first];
-    size_t per = dtype_size(r.acc) + (is_arg(r.fn) ? sizeof(int64_t) : 0);
-    return static_cast<size_t>(partial_elems(id)) * per;
+    int64_t n = partial_elems(id);
+    if (!is_arg(r.fn)) return static_cast<size_t>(n) * dtype_size(r.acc);
+    return index_offset(n, dtype_size(r.acc)) + static_cast<size_t>(n) * sizeof(int64_t);
   }
 
   void* new_partial(int id) {
@@ -228,7 +233,7 @@ class Run {
 
   template <class T>
   static int64_t* arg_indices(void* partial, int64_t n) {
-    return reinterpret_cast<int64_t*>(static_cast<char*>(partial) + n * sizeof(T));
+    return reinterpret_cast<int64_t*>(static_cast<char*>(partial) + index_offset(n, sizeof(T)));
   }
 
   void run_kernel(const PlanTask& task) {
@@ -265,8 +270,8 @@ class Run {
         void* mem = new_partial(pid);
         P[k.output_pointer(o)] = mem;
         if (k.outputs[o].index_value >= 0)
-          P[k.index_pointer(o)] =
-              static_cast<char*>(mem) + partial_elems(pid) * dtype_size(k.outputs[o].type);
+          P[k.index_pointer(o)] = static_cast<char*>(mem) +
+                                  index_offset(partial_elems(pid), dtype_size(k.outputs[o].type));
         // Partial layout: the block's extents with reduced dims collapsed, C order.
         uint32_t mask = k.outputs[o].reduced_mask;
         int64_t s = 1;

@@ -20,8 +20,11 @@ namespace {
 struct PlanKey {
   std::vector<const Node*> outputs;
   bool fuse;
+  bool precise_math;  // selects other kernels
   bool operator<(const PlanKey& o) const {
-    return fuse != o.fuse ? fuse < o.fuse : outputs < o.outputs;
+    if (fuse != o.fuse) return fuse < o.fuse;
+    if (precise_math != o.precise_math) return precise_math < o.precise_math;
+    return outputs < o.outputs;
   }
 };
 
@@ -60,7 +63,7 @@ std::vector<NDArray> compute(const std::vector<Array>& arrays, const ComputeOpti
   std::vector<ParamValue> params;
   Graph tmpl = parameterize(g, &params);
   bool fuse = opt.fuse && !flags().no_fuse;
-  PlanKey key{{}, fuse};
+  PlanKey key{{}, fuse, flags().precise_math};
   for (const auto& o : tmpl.outputs) key.outputs.push_back(o.get());
   std::shared_ptr<const Plan> plan;
   bool cached = false;

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The one list of Debian packages Kiln needs to build, test and benchmark. Idempotent: installs only
-# what is missing. Used by both README commands and by .ci/run.
+# what is missing. Used by both README commands and by .ci/run; `install-deps.sh peers` adds the
+# Python peers the benchmark comparison runs (bench/peers).
 set -euo pipefail
 pkgs=(
   cmake ninja-build ccache g++ clang-format
@@ -10,6 +11,9 @@ pkgs=(
   libgtest-dev libgmock-dev libbenchmark-dev
   python3-numpy
 )
+if [ "${1:-}" = peers ]; then
+  pkgs+=(python3-dask python3-numexpr)
+fi
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

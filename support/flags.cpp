@@ -11,6 +11,7 @@ Flags from_env() {
   if (const char* v = std::getenv("KILN_THREADS")) f.threads = std::atoi(v);
   if (const char* v = std::getenv("KILN_NO_FUSE")) f.no_fuse = std::atoi(v) != 0;
   if (const char* v = std::getenv("KILN_NO_COMPILE")) f.no_compile = std::atoi(v) != 0;
+  if (const char* v = std::getenv("KILN_PRECISE_MATH")) f.precise_math = std::atoi(v) != 0;
   if (const char* v = std::getenv("KILN_CACHE_DIR")) {
     f.cache_dir = v;
   } else if (const char* x = std::getenv("XDG_CACHE_HOME")) {

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "kiln/kiln.hpp"
+#include "support/flags.hpp"
 #include "tools/workloads.hpp"
 
 namespace {
@@ -111,6 +112,9 @@ int main(int argc, char** argv) {
   run->add_flag("--emit-ir", opt.emit_ir, "print the IR after each pass and the fusion summary");
   run->add_option("--emit-dot", opt.dot, "write the fused graph as Graphviz DOT");
   run->add_flag("--json", opt.json, "one JSON object per line");
+  run->add_flag(
+      "--precise-math", kiln::flags().precise_math,
+      "glibc's scalar sin/cos/exp/log (NumPy's results) instead of libmvec's vector ones");
   auto* list = app.add_subcommand("list", "list the workloads");
   auto* seeds = app.add_subcommand("seeds", "run the seed workloads with fusion on and off");
   int seeds_repeat = 3;

@@ -29,6 +29,7 @@
 #include "codegen/cpu/llvm_printer.hpp"
 #include "support/error.hpp"
 #include "support/flags.hpp"
+#include "support/hash.hpp"
 
 extern "C" int64_t kiln_ipow(int64_t base, int64_t exp) {
   if (exp < 0) return base == 1 ? 1 : base == -1 ? ((exp & 1) ? -1 : 1) : 0;
@@ -84,8 +85,10 @@ class Jit {
   }
 
   KernelFn compile(const kir::Kernel& k, Dumps* dumps) {
-    std::string text = k.str();
-    uint64_t key = k.hash();
+    // The math mode changes the code for the same kernel IR: it is part of both cache keys.
+    bool precise = flags().precise_math;
+    std::string text = k.str() + (precise ? "precise-math\n" : "");
+    uint64_t key = hash_mix(k.hash(), precise ? 1 : 0);
     std::lock_guard<std::mutex> lock(mu_);
     auto it = fns_.find(text);
     if (it != fns_.end() && !dumps) return it->second;
@@ -105,7 +108,7 @@ class Jit {
       if (flags().no_compile)
         throw Error("compute: kernel " + std::string(name) +
                     " needs compiling but KILN_NO_COMPILE is set");
-      obj = build_object(k, name, dumps);
+      obj = build_object(k, name, dumps, precise);
       ++stats_.compiled;
       if (!cache_file.empty()) write_cache(cache_file, *obj);
     }
@@ -161,7 +164,7 @@ class Jit {
   }
 
   std::unique_ptr<llvm::MemoryBuffer> build_object(const kir::Kernel& k, const char* name,
-                                                   Dumps* dumps) {
+                                                   Dumps* dumps, bool precise) {
     llvm::LLVMContext ctx;
     auto m = std::make_unique<llvm::Module>(name, ctx);
     m->setDataLayout(tm_->createDataLayout());
@@ -179,7 +182,7 @@ class Jit {
       llvm::raw_string_ostream os(dumps->llvm_ir);
       m->print(os, nullptr);
     }
-    optimize(*m);
+    optimize(*m, precise);
     if (dumps) {
       llvm::raw_string_ostream os(dumps->optimized_ir);
       m->print(os, nullptr);
@@ -193,7 +196,9 @@ class Jit {
     return std::make_unique<llvm::SmallVectorMemoryBuffer>(std::move(out), name, false);
   }
 
-  void optimize(llvm::Module& m) {
+  // O3 for the host. Unless `precise`, calls to sin/cos/exp/log/... may become libmvec vector
+  // calls; precise keeps glibc's scalar functions (what NumPy calls), loop by loop.
+  void optimize(llvm::Module& m, bool precise) {
     llvm::LoopAnalysisManager lam;
     llvm::FunctionAnalysisManager fam;
     llvm::CGSCCAnalysisManager cgam;
@@ -204,8 +209,10 @@ class Jit {
     llvm::PassBuilder pb(tm_.get(), pto);
     llvm::Triple triple(m.getTargetTriple());
     auto tlii = std::make_unique<llvm::TargetLibraryInfoImpl>(triple);
-    tlii->addVectorizableFunctionsFromVecLib(llvm::TargetLibraryInfoImpl::LIBMVEC_X86, triple);
-    tlii->addVectorizableFunctions(extra_);
+    if (!precise) {
+      tlii->addVectorizableFunctionsFromVecLib(llvm::TargetLibraryInfoImpl::LIBMVEC_X86, triple);
+      tlii->addVectorizableFunctions(extra_);
+    }
     fam.registerPass([&] { return llvm::TargetLibraryAnalysis(*tlii); });
     pb.registerModuleAnalyses(mam);
     pb.registerCGSCCAnalyses(cgam);

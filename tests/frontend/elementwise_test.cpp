@@ -1,5 +1,6 @@
 // Element-wise ops against NumPy: every ufunc, broadcasting, promotion, weak scalars.
 #include "oracle.hpp"
+#include "support/flags.hpp"
 
 using namespace kiln;
 using kt::lazy;
@@ -159,4 +160,22 @@ TEST(Elementwise, VectorizedTranscendentalsOverManyElements) {
   auto got = compute(
       {sin(x).sum({1}), (exp(x) - cos(x) * log1p(abs(x))).max({1}), tanh(arctan(x)).sum({1})});
   for (size_t k = 0; k < got.size(); ++k) EXPECT_TRUE(same(got[k], want[k], 1e-12)) << k;
+}
+
+TEST(Elementwise, PreciseMathReproducesNumPysTrigIdentityCount) {
+  // libmvec's vector sin/cos are within 4 ulp of glibc's, so an exact test such as
+  // sin^2 + cos^2 == 1 counts differently; KILN_PRECISE_MATH uses glibc's scalar functions.
+  NDArray a = kt::random_array(DType::Float64, {300, 400}, 53, 0, 1);
+  Array x = lazy(a, {100, 100});
+  Array y = (pow(sin(x), 2) + pow(cos(x), 2) == 1).sum();
+  int64_t numpy_count =
+      kt::numpy({{"a", a}}, {"(np.sin(a)**2 + np.cos(a)**2 == 1).sum()"})[0].item<int64_t>();
+  flags().precise_math = true;
+  int64_t precise = y.compute().item<int64_t>();
+  flags().precise_math = false;
+  int64_t fast = y.compute().item<int64_t>();
+  EXPECT_EQ(precise, numpy_count);
+  EXPECT_NE(fast, precise);  // the fast kernel really is another kernel (here: libmvec's)
+  EXPECT_GT(fast, 0);
+  EXPECT_GT(numpy_count, 0);
 }

@@ -107,18 +107,19 @@ constexpr double kTwoPi = 6.283185307179586476925286766559;
 
 // Kiln's own log and cos for the generator, so a normal is bit-identical wherever it is made
 // (vector or scalar code, CPU or GPU): platform libms and their vector variants differ by ulps.
-// Each step is one IEEE operation (no FMA contraction: build with -ffp-contract=off); the
+// Each step is one IEEE operation, and every polynomial step a fused multiply-add (std::fma,
+// exactly rounded everywhere; build with -ffp-contract=off so nothing else is fused); the
 // generated kernels perform exactly the same operations in the same order.
 
-// Polynomial coefficients: 1/(2k+1) for log's atanh series, Taylor terms for sin and cos.
-constexpr double kLogCoef[11] = {1.0,      1.0 / 3,  1.0 / 5,  1.0 / 7,  1.0 / 9, 1.0 / 11,
-                                 1.0 / 13, 1.0 / 15, 1.0 / 17, 1.0 / 19, 1.0 / 21};
+// 1/(2k+1), highest first: log's atanh series.
+constexpr double kLogCoef[11] = {1.0 / 21, 1.0 / 19, 1.0 / 17, 1.0 / 15, 1.0 / 13, 1.0 / 11,
+                                 1.0 / 9,  1.0 / 7,  1.0 / 5,  1.0 / 3,  1.0};
 constexpr double kLn2Hi = 0x1.62e42fee00000p-1;  // ln 2 split: hi has trailing zero bits
 constexpr double kLn2Lo = 0x1.a39ef35793c76p-33;
 constexpr double kSqrtHalf = 0x1.6a09e667f3bcdp-1;
 
 // log(x) for finite normal x > 0: x = m * 2^e with m in [sqrt(1/2), sqrt(2)),
-// log(m) = 2 atanh(s) = 2s (1 + s^2/3 + s^4/5 + ...), s = (m - 1) / (m + 1), |s| < 0.172.
+// log(m) = 2 atanh(s) = 2s (1 + s^2/3 + s^4/5 + ... + s^20/21), s = (m - 1) / (m + 1), |s| < 0.172.
 inline double log_positive(double x) {
   uint64_t bits;
   std::memcpy(&bits, &x, sizeof bits);
@@ -132,48 +133,36 @@ inline double log_positive(double x) {
   }
   const double s = (m - 1.0) / (m + 1.0);
   const double z = s * s;
-  double p = kLogCoef[10];
-  for (int k = 9; k >= 0; --k) p = p * z + kLogCoef[k];
-  const double de = double(e);
-  return de * kLn2Hi + (de * kLn2Lo + 2.0 * s * p);
+  double p = kLogCoef[0];
+  for (int k = 1; k < 11; ++k) p = std::fma(p, z, kLogCoef[k]);
+  const double de = double(int32_t(e));
+  return std::fma(de, kLn2Hi, std::fma(de, kLn2Lo, 2.0 * s * p));
 }
 
-// Taylor coefficients, highest power first: cos(a) = sum kCos[k] z^(8-k), sin(a)/a likewise
-// with kSin, z = a^2.
-constexpr double kCos[9] = {1.0 / 20922789888000.0,
-                            -1.0 / 87178291200.0,
-                            1.0 / 479001600.0,
-                            -1.0 / 3628800.0,
-                            1.0 / 40320.0,
-                            -1.0 / 720.0,
-                            1.0 / 24.0,
-                            -0.5,
-                            1.0};
-constexpr double kSin[9] = {1.0 / 355687428096000.0,
-                            -1.0 / 1307674368000.0,
-                            1.0 / 6227020800.0,
-                            -1.0 / 39916800.0,
-                            1.0 / 362880.0,
-                            -1.0 / 5040.0,
-                            1.0 / 120.0,
-                            -1.0 / 6.0,
-                            1.0};
+// cos(a) = sum_k (-1)^k a^(2k) / (2k)!, k = 11 down to 0 (z = a^2).
+constexpr double kCos[12] = {1.0 / 1124000727777607680000.0,
+                             -1.0 / 2432902008176640000.0,
+                             1.0 / 6402373705728000.0,
+                             -1.0 / 20922789888000.0,
+                             1.0 / 87178291200.0,
+                             -1.0 / 479001600.0,
+                             1.0 / 3628800.0,
+                             -1.0 / 40320.0,
+                             1.0 / 720.0,
+                             -1.0 / 24.0,
+                             0.5,
+                             -1.0};
 
-// cos(2 pi u) for u in [0, 1): u = q/4 + r with |r| <= 1/8 (exact), a = 2 pi r, then the
-// quadrant q picks cos(a), -sin(a), -cos(a) or sin(a).
+// cos(2 pi u) for u in [0, 1): u = q/2 + r with |r| <= 1/4 (exact), cos(2 pi u) = (-1)^q cos(a)
+// with a = 2 pi r in [-pi/2, pi/2]. (kCos holds -cos's coefficients; the sign is folded in.)
 inline double cos_2pi(double u) {
-  const double q = std::floor(u * 4.0 + 0.5);
-  const double r = u - q * 0.25;
+  const double q = std::floor(u * 2.0 + 0.5);
+  const double r = u - q * 0.5;
   const double a = kTwoPi * r;
   const double z = a * a;
-  double c = kCos[0], sn = kSin[0];
-  for (int k = 1; k < 9; ++k) {
-    c = c * z + kCos[k];
-    sn = sn * z + kSin[k];
-  }
-  sn = sn * a;
-  const int quadrant = int(q) & 3;
-  return quadrant == 0 ? c : quadrant == 1 ? -sn : quadrant == 2 ? -c : sn;
+  double c = kCos[0];
+  for (int k = 1; k < 12; ++k) c = std::fma(c, z, kCos[k]);
+  return (int(q) & 1) ? c : -c;
 }
 
 // standard_normal: Box-Muller (cosine branch only; one normal per element):

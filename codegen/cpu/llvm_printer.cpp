@@ -412,6 +412,10 @@ class Printer {
   // Kiln's own log and cos(2 pi u), operation for operation as in support/philox.hpp, so
   // normals are bit-identical in vector and scalar code (and on other devices).
 
+  Value* fma(Value* a, Value* b, Value* c) {
+    return b_.CreateIntrinsic(llvm::Intrinsic::fma, {a->getType()}, {a, b, c});
+  }
+
   Value* log_positive(Value* x) {
     auto* i64 = b_.getInt64Ty();
     Value* bits = b_.CreateBitCast(x, i64);
@@ -424,33 +428,25 @@ class Printer {
     e = b_.CreateSelect(big, b_.CreateAdd(e, b_.getInt64(1)), e);
     Value* s = b_.CreateFDiv(b_.CreateFSub(m, dconst(1.0)), b_.CreateFAdd(m, dconst(1.0)));
     Value* z = b_.CreateFMul(s, s);
-    Value* p = dconst(philox::kLogCoef[10]);
-    for (int k = 9; k >= 0; --k)
-      p = b_.CreateFAdd(b_.CreateFMul(p, z), dconst(philox::kLogCoef[k]));
+    Value* p = dconst(philox::kLogCoef[0]);
+    for (int k = 1; k < 11; ++k) p = fma(p, z, dconst(philox::kLogCoef[k]));
     // |e| < 1100: converting through i32 is exact and vectorizes.
     Value* de = b_.CreateSIToFP(b_.CreateTrunc(e, b_.getInt32Ty()), b_.getDoubleTy());
-    Value* tail = b_.CreateFAdd(b_.CreateFMul(de, dconst(philox::kLn2Lo)),
-                                b_.CreateFMul(b_.CreateFMul(dconst(2.0), s), p));
-    return b_.CreateFAdd(b_.CreateFMul(de, dconst(philox::kLn2Hi)), tail);
+    Value* tail = fma(de, dconst(philox::kLn2Lo), b_.CreateFMul(b_.CreateFMul(dconst(2.0), s), p));
+    return fma(de, dconst(philox::kLn2Hi), tail);
   }
 
   Value* cos_2pi(Value* u) {
     Value* q = call_intrinsic(llvm::Intrinsic::floor,
-                              b_.CreateFAdd(b_.CreateFMul(u, dconst(4.0)), dconst(0.5)));
-    Value* r = b_.CreateFSub(u, b_.CreateFMul(q, dconst(0.25)));
+                              b_.CreateFAdd(b_.CreateFMul(u, dconst(2.0)), dconst(0.5)));
+    Value* r = b_.CreateFSub(u, b_.CreateFMul(q, dconst(0.5)));
     Value* a = b_.CreateFMul(dconst(philox::kTwoPi), r);
     Value* z = b_.CreateFMul(a, a);
     Value* c = dconst(philox::kCos[0]);
-    Value* sn = dconst(philox::kSin[0]);
-    for (int k = 1; k < 9; ++k) {
-      c = b_.CreateFAdd(b_.CreateFMul(c, z), dconst(philox::kCos[k]));
-      sn = b_.CreateFAdd(b_.CreateFMul(sn, z), dconst(philox::kSin[k]));
-    }
-    sn = b_.CreateFMul(sn, a);
-    Value* quadrant = b_.CreateAnd(b_.CreateFPToSI(q, b_.getInt32Ty()), b_.getInt32(3));
-    Value* r1 = b_.CreateSelect(b_.CreateICmpEQ(quadrant, b_.getInt32(2)), b_.CreateFNeg(c), sn);
-    Value* r2 = b_.CreateSelect(b_.CreateICmpEQ(quadrant, b_.getInt32(1)), b_.CreateFNeg(sn), r1);
-    return b_.CreateSelect(b_.CreateICmpEQ(quadrant, b_.getInt32(0)), c, r2);
+    for (int k = 1; k < 12; ++k) c = fma(c, z, dconst(philox::kCos[k]));
+    Value* odd = b_.CreateICmpNE(b_.CreateAnd(b_.CreateFPToSI(q, b_.getInt32Ty()), b_.getInt32(1)),
+                                 b_.getInt32(0));
+    return b_.CreateSelect(odd, c, b_.CreateFNeg(c));
   }
 
   Value* random(const kir::Leaf& lf, Value* flat) {

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <condition_variable>
 #include <cstring>
 #include <exception>
 #include <limits>
@@ -75,6 +76,18 @@ void with_type(DType t, F&& f) {
   }
 }
 
+#if defined(__SANITIZE_THREAD__)
+constexpr bool kUseTbb = false;
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+constexpr bool kUseTbb = false;
+#else
+constexpr bool kUseTbb = true;
+#endif
+#else
+constexpr bool kUseTbb = true;
+#endif
+
 // One arena per thread count, kept for the process: creating an arena per compute() costs more
 // than a cached compute is allowed to.
 tbb::task_arena& arena_for(int threads) {
@@ -117,14 +130,46 @@ class Run {
         for (int s : p_.tasks[t].next)
           if (--waits_[s] == 0) ready.push_back(s);
       }
-    } else {
+    } else if (kUseTbb) {
       arena_for(threads).execute([&] {
         tbb::task_group tg;
         for (int t : ready) tg.run([this, &tg, t] { run_chain(tg, t); });
         tg.wait();
       });
+    } else {
+      run_on_std_threads(threads, std::move(ready));
     }
     if (error_) std::rethrow_exception(error_);
+  }
+
+  // The same scheduling on plain std::threads and one locked queue: used where oneTBB's
+  // hand-offs cannot be checked (ThreadSanitizer builds), so the sanitizer sees every edge.
+  void run_on_std_threads(int threads, std::vector<int> ready) {
+    std::mutex mu;
+    std::condition_variable cv;
+    size_t left = p_.tasks.size();
+    auto worker = [&] {
+      std::unique_lock<std::mutex> lock(mu);
+      while (true) {
+        cv.wait(lock, [&] { return !ready.empty() || left == 0; });
+        if (left == 0) return;
+        int t = ready.back();
+        ready.pop_back();
+        lock.unlock();
+        execute(t);
+        std::vector<int> now_ready;
+        for (int s : p_.tasks[t].next)
+          if (--waits_[s] == 0) now_ready.push_back(s);
+        lock.lock();
+        ready.insert(ready.end(), now_ready.begin(), now_ready.end());
+        --left;
+        cv.notify_all();
+      }
+    };
+    std::vector<std::thread> pool;
+    for (int k = 1; k < threads; ++k) pool.emplace_back(worker);
+    worker();
+    for (auto& th : pool) th.join();
   }
 
   RunResult result() {

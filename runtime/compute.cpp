@@ -78,6 +78,10 @@ std::vector<NDArray> compute(const std::vector<Array>& arrays, const ComputeOpti
     }
   }
   auto before = cpu::compile_stats();
+  std::unique_ptr<Trace> trace;
+  if (!opt.trace_file.empty()) trace = std::make_unique<Trace>();
+  double plan_start_us = trace ? trace->now_us() : 0;
+  bool built_now = false;
   if (!plan) {
     PipelineOptions po;
     po.fuse = fuse;
@@ -95,10 +99,30 @@ std::vector<NDArray> compute(const std::vector<Array>& arrays, const ComputeOpti
     entry.templates = tmpl.outputs;
     entry.plan = built;
     plan = built;
+    built_now = true;
+  }
+  if (trace && built_now) {
+    for (size_t g = 0; g < plan->groups.size(); ++g) {
+      TraceEvent e;
+      e.name = "compile kernel " + std::to_string(g);
+      e.cat = "compile";
+      e.start_us = plan_start_us + plan->groups[g].compile_start_s * 1e6;
+      e.dur_us = plan->groups[g].compile_s * 1e6;
+      trace->add(std::move(e));
+    }
   }
   reset_peak_bytes();
   int64_t mem_before = bytes_in_use();
-  RunResult res = execute(*plan, params, thread_count(opt));
+  RunOptions ro;
+  ro.threads = thread_count(opt);
+  ro.trace = trace.get();
+  ro.progress = opt.progress;
+  RunResult res = execute(*plan, params, ro);
+  if (trace) {
+    std::ofstream f(opt.trace_file);
+    if (!f) throw Error("compute: cannot write the trace file '" + opt.trace_file + "'");
+    trace->write_chrome_json(f);
+  }
   auto after = cpu::compile_stats();
 
   std::vector<NDArray> out;

@@ -101,9 +101,11 @@ tbb::task_arena& arena_for(int threads) {
 
 class Run {
  public:
-  Run(const Plan& p, const std::vector<ParamValue>& params)
+  Run(const Plan& p, const std::vector<ParamValue>& params, Trace* trace, Progress* progress)
       : p_(p),
         params_(params),
+        trace_(trace),
+        progress_(progress),
         data_(p.arrays.size()),
         once_(new std::once_flag[p.arrays.size()]),
         readers_(new std::atomic<int>[p.arrays.size()]),
@@ -208,17 +210,22 @@ class Run {
     if (failed_.load(std::memory_order_relaxed)) return;
     try {
       const PlanTask& task = p_.tasks[t];
-      switch (task.kind) {
-        case TaskKind::Kernel:
-          run_kernel(task);
-          tasks_run_.fetch_add(1, std::memory_order_relaxed);
-          break;
-        case TaskKind::Combine:
-          run_combine(task);
-          tasks_run_.fetch_add(1, std::memory_order_relaxed);
-          break;
-        default:
-          break;
+      if (task.kind != TaskKind::Kernel && task.kind != TaskKind::Combine) return;
+      double start = trace_ ? trace_->now_us() : 0;
+      int64_t bytes = task.kind == TaskKind::Kernel ? run_kernel(task) : run_combine(task);
+      tasks_run_.fetch_add(1, std::memory_order_relaxed);
+      progress_->step();
+      if (trace_) {
+        TraceEvent e;
+        bool k = task.kind == TaskKind::Kernel;
+        e.name = (k ? "kernel " : "combine ") + std::to_string(task.group);
+        e.cat = k ? "kernel" : "combine";
+        e.worker = worker_index();
+        e.block = k ? task.block : task.final_block;
+        e.start_us = start;
+        e.dur_us = trace_->now_us() - start;
+        e.bytes = bytes;
+        trace_->add(std::move(e));
       }
     } catch (...) {
       std::lock_guard<std::mutex> lock(error_mu_);
@@ -285,7 +292,8 @@ class Run {
     return reinterpret_cast<int64_t*>(static_cast<char*>(partial) + index_offset(n, sizeof(T)));
   }
 
-  void run_kernel(const PlanTask& task) {
+  // Runs one block's kernel; returns the bytes it wrote (stores and partials).
+  int64_t run_kernel(const PlanTask& task) {
     const PlanGroup& g = p_.groups[task.group];
     const kir::Kernel& k = g.lowered.kernel;
     int r = k.rank;
@@ -351,6 +359,13 @@ class Run {
     g.fn(I.data(), F.data(), P.data());
     for (size_t l = 0; l < k.leaves.size(); ++l)
       if (g.leaf_arrays[l] >= 0) release_reader(g.leaf_arrays[l]);
+    int64_t elems = 1, bytes = 0;
+    for (int d = 0; d < r; ++d) elems *= ext[d];
+    for (size_t o = 0; o < k.outputs.size(); ++o)
+      bytes += k.outputs[o].reduce ? static_cast<int64_t>(partial_bytes(
+                                         p_.partial_of[task.group][task.block][reduce_index(g, o)]))
+                                   : elems * static_cast<int64_t>(dtype_size(k.outputs[o].type));
+    return bytes;
   }
 
   static int reduce_index(const PlanGroup& g, size_t o) {
@@ -359,9 +374,11 @@ class Run {
     return k;
   }
 
-  void run_combine(const PlanTask& task) {
+  // Folds partials; returns the bytes of one partial (what it produces).
+  int64_t run_combine(const PlanTask& task) {
     const PlanReduce& r = p_.reduces[task.reduce];
     int64_t n = partial_elems(task.partials_in[0]);
+    auto bytes = static_cast<int64_t>(partial_bytes(task.partials_in[0]));
     with_type(r.acc, [&](auto z) {
       using T = decltype(z);
       void* first = partial_[task.partials_in[0]];
@@ -403,6 +420,7 @@ class Run {
         partial_[id] = nullptr;
       }
     }
+    return bytes;
   }
 
   // Copies a combined partial into the reduction's result array (scaling for mean).
@@ -442,8 +460,20 @@ class Run {
     }
   }
 
+  static int worker_index() {
+    if (!kUseTbb) {
+      static std::atomic<int> next{0};
+      thread_local int id = next++;
+      return id;
+    }
+    int i = tbb::this_task_arena::current_thread_index();
+    return i == tbb::task_arena::not_initialized ? 0 : i;
+  }
+
   const Plan& p_;
   const std::vector<ParamValue>& params_;
+  Trace* trace_;
+  Progress* progress_;
   std::vector<std::shared_ptr<void>> data_;
   std::unique_ptr<std::once_flag[]> once_;
   std::unique_ptr<std::atomic<int>[]> readers_;
@@ -457,9 +487,10 @@ class Run {
 
 }  // namespace
 
-RunResult execute(const Plan& plan, const std::vector<ParamValue>& params, int threads) {
-  Run run(plan, params);
-  run.run(threads);
+RunResult execute(const Plan& plan, const std::vector<ParamValue>& params, const RunOptions& opt) {
+  Progress progress(plan.work_tasks, opt.progress);
+  Run run(plan, params, opt.trace, &progress);
+  run.run(opt.threads);
   RunResult r = run.result();
   r.tasks = run.tasks_run();
   return r;

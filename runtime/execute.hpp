@@ -7,6 +7,7 @@
 
 #include "passes/parameterize.hpp"
 #include "runtime/plan.hpp"
+#include "runtime/trace.hpp"
 
 namespace kiln {
 
@@ -15,6 +16,12 @@ struct RunResult {
   int64_t tasks = 0;                           // Kernel + Combine tasks executed
 };
 
-RunResult execute(const Plan& plan, const std::vector<ParamValue>& params, int threads);
+struct RunOptions {
+  int threads = 1;
+  Trace* trace = nullptr;  // record one event per task
+  bool progress = false;   // progress bar on a terminal for long computes
+};
+
+RunResult execute(const Plan& plan, const std::vector<ParamValue>& params, const RunOptions& opt);
 
 }  // namespace kiln

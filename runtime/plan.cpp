@@ -67,6 +67,7 @@ std::unique_ptr<Plan> build_plan(FusedGraph fused, std::ostream* kernel_dump) {
       for (size_t k = 0; k + 1 < c.size(); ++k) s.push_back(s.back() + c[k]);
       g.starts.push_back(std::move(s));
     }
+    double c0 = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     if (kernel_dump || flags().debug >= 3) {
       cpu::Dumps dumps;
       g.fn = cpu::compile(g.lowered.kernel, flags().debug >= 4 ? &dumps : nullptr);
@@ -77,6 +78,8 @@ std::unique_ptr<Plan> build_plan(FusedGraph fused, std::ostream* kernel_dump) {
     } else {
       g.fn = cpu::compile(g.lowered.kernel);
     }
+    g.compile_start_s = c0;
+    g.compile_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() - c0;
     for (const auto& lb : g.lowered.leaves) {
       int a = lb.materialized ? array_of.at(lb.materialized) : -1;
       g.leaf_arrays.push_back(a);

@@ -40,6 +40,7 @@ struct PlanGroup {
   int64_t blocks = 1;
   std::vector<int> leaf_arrays;    // per kernel leaf: PlanArray index, or -1 (parameter)
   std::vector<int> output_arrays;  // per output: PlanArray index (stores) / PlanReduce (reduces)
+  double compile_start_s = 0, compile_s = 0;  // when (from the plan build's start) and how long
 };
 
 enum class TaskKind : uint8_t { Start, Kernel, Combine, End };

@@ -5,11 +5,13 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <fstream>
 #include <iostream>
 #include <sstream>
 
 #include "kiln/kiln.hpp"
 #include "support/flags.hpp"
+#include "tools/report.hpp"
 #include "tools/workloads.hpp"
 
 namespace {
@@ -18,7 +20,8 @@ struct RunOptions {
   int64_t size = 0, chunk = 0;
   int threads = 0, repeat = 1;
   bool no_fuse = false, emit_ir = false, json = false;
-  std::string dot;
+  std::string dot, trace;
+  bool quiet = false;
 };
 
 struct Outcome {
@@ -38,9 +41,11 @@ Outcome run_workload(const kiln::workloads::Workload& w, const RunOptions& o, st
     kiln::ComputeOptions co;
     co.fuse = !o.no_fuse;
     co.threads = o.threads;
+    co.progress = !o.quiet && !o.json;
     if (r == 0) {
       co.ir = ir;
       co.dot_file = o.dot;
+      co.trace_file = o.trace;
     }
     std::vector<kiln::NDArray> res = kiln::compute(arrays, co);
     kiln::Stats s = kiln::stats();
@@ -112,10 +117,16 @@ int main(int argc, char** argv) {
   run->add_flag("--emit-ir", opt.emit_ir, "print the IR after each pass and the fusion summary");
   run->add_option("--emit-dot", opt.dot, "write the fused graph as Graphviz DOT");
   run->add_flag("--json", opt.json, "one JSON object per line");
+  run->add_option("--trace", opt.trace, "write the task stream (Chrome trace format, Perfetto)");
+  run->add_flag("--quiet", opt.quiet, "no progress bar");
   run->add_flag(
       "--precise-math", kiln::flags().precise_math,
       "glibc's scalar sin/cos/exp/log (NumPy's results) instead of libmvec's vector ones");
   auto* list = app.add_subcommand("list", "list the workloads");
+  auto* report = app.add_subcommand("report", "render a --trace file as an SVG task stream");
+  std::string trace_in, svg_out;
+  report->add_option("trace", trace_in, "trace file written by kiln run --trace")->required();
+  report->add_option("-o,--output", svg_out, "SVG file (default: TRACE with .svg)");
   auto* seeds = app.add_subcommand("seeds", "run the seed workloads with fusion on and off");
   int seeds_repeat = 3;
   seeds->add_option("--repeat", seeds_repeat, "repeats per workload (median reported)");
@@ -126,6 +137,22 @@ int main(int argc, char** argv) {
         std::printf("%-14s seed %-40s N=%lld C=%lld\n    %s\n", w.name.c_str(), w.seed.c_str(),
                     static_cast<long long>(w.size), static_cast<long long>(w.chunk),
                     w.description.c_str());
+      return 0;
+    }
+    if (*report) {
+      std::ifstream in(trace_in);
+      if (!in) throw kiln::Error("kiln report: cannot read '" + trace_in + "'");
+      std::stringstream text;
+      text << in.rdbuf();
+      kiln::report::Summary s;
+      std::string svg = kiln::report::render_svg(text.str(), &s);
+      if (svg_out.empty()) svg_out = trace_in + ".svg";
+      std::ofstream out(svg_out);
+      if (!out) throw kiln::Error("kiln report: cannot write '" + svg_out + "'");
+      out << svg;
+      std::printf("%s: %lld tasks on %d workers over %.3f ms, workers busy %.0f%%\n",
+                  svg_out.c_str(), static_cast<long long>(s.tasks), s.workers, s.span_us / 1000,
+                  100 * s.busy_fraction);
       return 0;
     }
     if (*run) {

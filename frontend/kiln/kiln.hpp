@@ -293,6 +293,8 @@ struct ComputeOptions {
   std::ostream* ir = nullptr;       // IR after each pass + fusion summary (--emit-ir)
   std::ostream* kernels = nullptr;  // kernel IR of newly planned kernels
   std::string dot_file;             // fused graph as Graphviz (--emit-dot)
+  std::string trace_file;           // task stream in Chrome trace format (--trace)
+  bool progress = true;             // progress bar on stderr (terminals only) after ~1 s
 };
 
 // Evaluates several arrays in one plan that shares their common work.

@@ -4,6 +4,8 @@
 #include <fstream>
 #include <memory>
 
+#include <nlohmann/json.hpp>
+
 #include "oracle.hpp"
 
 namespace {
@@ -58,4 +60,52 @@ TEST(Cli, EmitIrAndDot) {
   std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
   EXPECT_NE(text.find("digraph"), std::string::npos);
   EXPECT_NE(text.find("kernel 0"), std::string::npos);
+}
+
+TEST(Cli, TraceIsChromeFormatAndReportDrawsTheTaskStream) {
+  std::string trace = kt::tmpdir() + "/rs.json", svg = kt::tmpdir() + "/rs.svg";
+  std::string out =
+      run("run random-sum --size 4000 --chunk 500 --threads 2 --json --trace " + trace);
+  ASSERT_NE(out.find("\"tasks\":"), std::string::npos) << out;
+  int64_t tasks = std::stoll(out.substr(out.find("\"tasks\":") + 8));
+  std::ifstream f(trace);
+  nlohmann::json j = nlohmann::json::parse(f);  // throws (fails the test) if not JSON
+  ASSERT_TRUE(j["traceEvents"].is_array());
+  int64_t task_events = 0, compile_events = 0;
+  for (const auto& e : j["traceEvents"]) {
+    if (e["ph"] == "M") continue;
+    ASSERT_EQ(e["ph"], "X");
+    for (const char* key : {"name", "cat", "ts", "dur", "pid", "tid", "args"})
+      ASSERT_TRUE(e.contains(key)) << key;
+    EXPECT_GE(e["dur"].get<double>(), 0.0);
+    if (e["cat"] == "compile")
+      ++compile_events;
+    else
+      ++task_events;
+  }
+  EXPECT_EQ(task_events, tasks);  // one event per executed task
+  EXPECT_GE(compile_events, 1);
+  int rc = 0;
+  out = run("report " + trace + " -o " + svg, &rc);
+  ASSERT_EQ(rc, 0) << out;
+  std::ifstream s(svg);
+  std::string text((std::istreambuf_iterator<char>(s)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(text.rfind("<svg", 0), 0u);
+  size_t bars = 0;
+  for (size_t p = text.find("<rect x="); p != std::string::npos; p = text.find("<rect x=", p + 1))
+    ++bars;
+  EXPECT_GT(bars, static_cast<size_t>(tasks));  // a bar per task, plus rows and legend
+  // The summary line reports how busy the workers were: random-sum keeps both busy.
+  size_t b = out.find("workers busy ");
+  ASSERT_NE(b, std::string::npos) << out;
+  EXPECT_GT(std::stod(out.substr(b + 13)), 50.0) << out;
+}
+
+TEST(Cli, ReportRejectsMalformedTraces) {
+  std::string bad = kt::tmpdir() + "/bad.json";
+  std::ofstream(bad) << "{\"traceEvents\": 3}";
+  int rc = 0;
+  std::string out = run("report " + bad, &rc);
+  EXPECT_EQ(rc, 2);
+  EXPECT_NE(out.find("traceEvents"), std::string::npos) << out;
 }

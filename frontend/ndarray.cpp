@@ -26,42 +26,40 @@ void NDArray::check_type(size_t size, bool fp, bool boolean) const {
                 ", which does not match the requested element type");
 }
 
-double NDArray::at(int64_t flat) const {
-  if (flat < 0 || flat >= size())
-    throw Error("NDArray.at: index " + std::to_string(flat) + " out of range for size " +
-                std::to_string(size()));
-  switch (dtype_) {
+namespace {
+// Element `flat` of a C array of dtype t, converted to R.
+template <class R>
+R element_as(DType t, const void* data, int64_t flat) {
+  switch (t) {
     case DType::Bool:
-      return static_cast<const uint8_t*>(data_)[flat];
+      return static_cast<R>(static_cast<const uint8_t*>(data)[flat]);
     case DType::Int32:
-      return static_cast<const int32_t*>(data_)[flat];
+      return static_cast<R>(static_cast<const int32_t*>(data)[flat]);
     case DType::Int64:
-      return static_cast<double>(static_cast<const int64_t*>(data_)[flat]);
+      return static_cast<R>(static_cast<const int64_t*>(data)[flat]);
     case DType::Float32:
-      return static_cast<const float*>(data_)[flat];
+      return static_cast<R>(static_cast<const float*>(data)[flat]);
     case DType::Float64:
-      return static_cast<const double*>(data_)[flat];
+      return static_cast<R>(static_cast<const double*>(data)[flat]);
   }
-  return 0;
+  return R{};
+}
+}  // namespace
+
+void NDArray::check_index(const char* op, int64_t flat) const {
+  if (flat < 0 || flat >= size())
+    throw Error(std::string(op) + ": index " + std::to_string(flat) + " out of range for size " +
+                std::to_string(size()));
+}
+
+double NDArray::at(int64_t flat) const {
+  check_index("NDArray.at", flat);
+  return element_as<double>(dtype_, data_, flat);
 }
 
 int64_t NDArray::at_int(int64_t flat) const {
-  if (flat < 0 || flat >= size())
-    throw Error("NDArray.at_int: index " + std::to_string(flat) + " out of range for size " +
-                std::to_string(size()));
-  switch (dtype_) {
-    case DType::Bool:
-      return static_cast<const uint8_t*>(data_)[flat];
-    case DType::Int32:
-      return static_cast<const int32_t*>(data_)[flat];
-    case DType::Int64:
-      return static_cast<const int64_t*>(data_)[flat];
-    case DType::Float32:
-      return static_cast<int64_t>(static_cast<const float*>(data_)[flat]);
-    case DType::Float64:
-      return static_cast<int64_t>(static_cast<const double*>(data_)[flat]);
-  }
-  return 0;
+  check_index("NDArray.at_int", flat);
+  return element_as<int64_t>(dtype_, data_, flat);
 }
 
 void NDArray::save_npy(const std::string& path) const {

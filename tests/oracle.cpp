@@ -57,30 +57,15 @@ std::vector<NDArray> numpy(const std::vector<std::pair<std::string, NDArray>>& i
 }
 
 NDArray random_array(DType t, const Shape& shape, uint32_t seed, double lo, double hi) {
-  NDArray a(t, shape);
   std::mt19937_64 gen(seed);
   std::uniform_real_distribution<double> u(lo, hi);
-  for (int64_t k = 0; k < a.size(); ++k) {
-    double v = u(gen);
-    switch (t) {
-      case DType::Bool:
-        static_cast<uint8_t*>(a.data())[k] = v > (lo + hi) / 2;
-        break;
-      case DType::Int32:
-        static_cast<int32_t*>(a.data())[k] = static_cast<int32_t>(std::floor(v));
-        break;
-      case DType::Int64:
-        static_cast<int64_t*>(a.data())[k] = static_cast<int64_t>(std::floor(v));
-        break;
-      case DType::Float32:
-        static_cast<float*>(a.data())[k] = static_cast<float>(v);
-        break;
-      case DType::Float64:
-        static_cast<double*>(a.data())[k] = v;
-        break;
-    }
+  std::vector<double> values(static_cast<size_t>(kiln::num_elements(shape)));
+  for (double& v : values) {
+    v = u(gen);
+    if (t == DType::Bool) v = v > (lo + hi) / 2;
+    if (kiln::is_int(t)) v = std::floor(v);
   }
-  return a;
+  return make_array(t, shape, values);
 }
 
 NDArray make_array(DType t, const Shape& shape, const std::vector<double>& values) {

@@ -95,6 +95,7 @@ class NDArray {
 
  private:
   void check_type(size_t size, bool fp, bool boolean) const;
+  void check_index(const char* op, int64_t flat) const;
   DType dtype_ = DType::Float64;
   Shape shape_;
   std::shared_ptr<void> storage_;

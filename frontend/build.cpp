@@ -4,9 +4,37 @@
 
 namespace kiln::detail {
 
+namespace {
+constexpr int kMaxRank = 32;                      // NumPy's limit; kernels index dims in 32 bits
+constexpr int64_t kMaxBlocks = int64_t{1} << 24;  // a plan holds a task per block
+
+// The block grid of a chunking, refusing grids too large to plan.
+Chunks checked_grid(const std::string& op, const Shape& shape, const Shape& block) {
+  int64_t blocks = 1;
+  for (size_t k = 0; k < shape.size(); ++k) {
+    int64_t b = block[k] > 0 ? block[k] : shape[k];
+    int64_t n = b > 0 ? (shape[k] + b - 1) / b : 1;
+    blocks *= std::max<int64_t>(n, 1);
+    if (blocks > kMaxBlocks)
+      throw Error(op + ": chunks " + shape_str(block) + " split shape " + shape_str(shape) +
+                  " into more than " + std::to_string(kMaxBlocks) + " blocks; use larger chunks");
+  }
+  return regular_chunks(shape, block);
+}
+}  // namespace
+
 Chunks make_chunks(const std::string& op, const Shape& shape, const Shape& block) {
-  for (int64_t d : shape)
+  if (static_cast<int>(shape.size()) > kMaxRank)
+    throw Error(op + ": arrays of rank " + std::to_string(shape.size()) +
+                " are not supported (at most " + std::to_string(kMaxRank) + " dimensions)");
+  int64_t elements = 1;
+  for (int64_t d : shape) {
     if (d < 0) throw Error(op + ": negative dimension in shape " + shape_str(shape));
+    if (d > 0 && elements > (int64_t{1} << 62) / d)
+      throw Error(op + ": shape " + shape_str(shape) +
+                  " has more elements than Kiln can index (at most 2^62)");
+    elements *= d;
+  }
   if (block.empty()) {
     // Auto: blocks of at most 2^22 elements, splitting the leading dims first.
     Shape b(shape.size(), 0);
@@ -16,7 +44,7 @@ Chunks make_chunks(const std::string& op, const Shape& shape, const Shape& block
       b[k] = std::max<int64_t>(1, std::min(ext, budget));
       budget = std::max<int64_t>(1, budget / ext);
     }
-    return regular_chunks(shape, b);
+    return checked_grid(op, shape, b);
   }
   if (block.size() != shape.size())
     throw Error(op + ": chunks " + shape_str(block) + " has " + std::to_string(block.size()) +
@@ -26,7 +54,7 @@ Chunks make_chunks(const std::string& op, const Shape& shape, const Shape& block
     if (b < 0)
       throw Error(op + ": chunk sizes must be positive (0 = whole dimension), got " +
                   shape_str(block));
-  return regular_chunks(shape, block);
+  return checked_grid(op, shape, block);
 }
 
 NodeRef scalar_node(DType dtype, double f, int64_t i) {

@@ -32,18 +32,24 @@ NodeRef iota(int64_t n, const Shape& chunks, const char* op) {
 Array scalar(Scalar v) { return Array(scalar_node(scalar_dtype(v), v.f, v.i)); }
 Array scalar(Scalar v, DType dtype) { return Array(scalar_node(dtype, v.f, v.i)); }
 
-Array full(const Shape& shape, Scalar value, DType dtype, const Shape& chunks) {
-  Chunks c = make_chunks("full", shape, chunks);
+namespace {
+Array filled(const char* op, const Shape& shape, Scalar value, DType dtype, const Shape& chunks) {
+  Chunks c = make_chunks(op, shape, chunks);
   return Array(broadcast_node(scalar_node(dtype, value.f, value.i), shape, c));
 }
+}  // namespace
+
+Array full(const Shape& shape, Scalar value, DType dtype, const Shape& chunks) {
+  return filled("full", shape, value, dtype, chunks);
+}
 Array full(const Shape& shape, Scalar value, const Shape& chunks) {
-  return full(shape, value, scalar_dtype(value), chunks);
+  return filled("full", shape, value, scalar_dtype(value), chunks);
 }
 Array zeros(const Shape& shape, const Shape& chunks, DType dtype) {
-  return full(shape, 0, dtype, chunks);
+  return filled("zeros", shape, 0, dtype, chunks);
 }
 Array ones(const Shape& shape, const Shape& chunks, DType dtype) {
-  return full(shape, 1, dtype, chunks);
+  return filled("ones", shape, 1, dtype, chunks);
 }
 
 Array arange(Scalar stop, const Shape& chunks) { return arange(0, stop, 1, chunks); }

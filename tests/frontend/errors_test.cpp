@@ -1,6 +1,7 @@
 // Bad input: every user mistake throws kiln::Error when the expression is built, naming the
 // operation, the operands and what was expected.
 #include "oracle.hpp"
+#include "support/flags.hpp"
 
 using namespace kiln;
 
@@ -79,4 +80,31 @@ TEST(Errors, FilesAndResults) {
   expect_error([&] { zeros({2}).compute().item<double>(); }, {"item", "size 1"});
   expect_error([&] { compute({Array()}); }, {"compute", "empty"});
   expect_error([&] { zeros({2}).compute().data_as<int32_t>(); }, {"float64"});
+}
+
+TEST(Errors, OverflowingSizesAndTooManyBlocks) {
+  int64_t big = int64_t{1} << 40;
+  expect_error([&] { zeros({big, big}); }, {"zeros", "more elements"});
+  expect_error(
+      [&] {
+        random::Generator(0).normal(0, 1, {1000000, 1000000}, {10, 10});
+      },
+      {"random", "blocks", "larger chunks"});
+  expect_error([&] { zeros(Shape(33, 1)); }, {"rank 33", "at most 32"});
+}
+
+TEST(Errors, AFailedComputeLeavesKilnUsable) {
+  // A kernel that cannot be compiled (compiling is forbidden here) is reported to the caller...
+  Array x = random::Generator(77).uniform(0, 1, {10, 10}, {5, 5});
+  Array y = (tanh(x) * 3.25 - 0.125).max();
+  std::string cache = flags().cache_dir;
+  flags().cache_dir = "";  // no object from an earlier run on disk
+  flags().no_compile = true;
+  expect_error([&] { y.compute(); }, {"KILN_NO_COMPILE"});
+  flags().no_compile = false;
+  flags().cache_dir = cache;
+  // ...and the same expression computes once compiling is allowed again.
+  double v = y.compute().item<double>();
+  EXPECT_GT(v, -0.125);
+  EXPECT_LT(v, 3.25);
 }

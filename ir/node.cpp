@@ -163,6 +163,7 @@ NodeRef Context::make(Op op, DType dtype, Shape shape, Chunks chunks, std::vecto
     std::lock_guard<std::recursive_mutex> lock(mu_);
     auto range = table_.equal_range(node->hash);
     for (auto it = range.first; it != range.second; ++it) {
+      probes_.fetch_add(1, std::memory_order_relaxed);
       NodeRef cand = it->second.second.lock();
       if (cand && same_node(*cand, *node)) {
         found = std::move(cand);

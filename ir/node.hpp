@@ -1,6 +1,7 @@
 // The array graph: immutable, interned nodes. Equal subexpressions are one node, so equality is a
 // pointer compare and `y = x + 1` adds exactly one node that shares all of x.
 #pragma once
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -97,10 +98,14 @@ class Context {
   NodeRef make(Op op, DType dtype, Shape shape, Chunks chunks, std::vector<NodeRef> inputs,
                Attrs attrs = {});
   size_t live_nodes() const;
+  // Candidates compared while interning, since the start: with a good hash about one per make(),
+  // so building n nodes does O(n) work (tests check it instead of timing).
+  uint64_t probes() const { return probes_.load(std::memory_order_relaxed); }
   void forget(const Node* n);  // called by ~Node
 
  private:
   mutable std::recursive_mutex mu_;
+  std::atomic<uint64_t> probes_{0};
   std::unordered_multimap<uint64_t, std::pair<const Node*, std::weak_ptr<const Node>>> table_;
 };
 

@@ -12,7 +12,7 @@ pkgs=(
   python3-numpy
 )
 if [ "${1:-}" = peers ]; then
-  pkgs+=(python3-dask python3-numexpr)
+  pkgs+=(python3-dask python3-numexpr python3-venv)
 fi
 missing=()
 for p in "${pkgs[@]}"; do

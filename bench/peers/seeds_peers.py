@@ -1,7 +1,12 @@
 #!/usr/bin/python3
-"""The seed workloads of `kiln run` with NumPy, NumExpr and Dask, alternated with Kiln.
+"""The seed workloads of `kiln run` with NumPy, NumExpr, Dask, JAX and Numba, alternated with Kiln.
 
+    bench/peers/.venv/bin/python bench/peers/seeds_peers.py build/release/kiln [options]
     /usr/bin/python3 bench/peers/seeds_peers.py build/release/kiln [options]
+
+`bash scripts/peers.sh` creates the venv (bench/peers/requirements.txt, pinned) and runs this
+with it; with Debian's python3 (python3-numpy, -numexpr, -dask) JAX and Numba are missing and
+reported as skipped. Any peer whose module does not import is skipped, not fatal.
 
 Workloads (same expressions and default sizes as `kiln list`):
 
@@ -14,38 +19,70 @@ Workloads (same expressions and default sizes as `kiln list`):
   diamond        x = uniform(1, 2, (N, N)); (exp(x) - 1/x).sum()
                  N=10000 C=2000.
 
-Every implementation generates its own random input inside the timed region (Kiln generates
-it inside its kernels), with NumPy's legacy RandomState, as dask.array.random.RandomState
-does. Results are therefore only statistically equal across implementations (Kiln uses
-Philox); they are printed so that gross errors show.
+Peers: numpy, numexpr, dask-threads, dask-sync (legacy RandomState, as Dask's own
+dask.array.random.RandomState); jax and jax-philox (one jax.jit function of a PRNG key that
+generates x with jax.random in float64 and computes the expression on the whole N x N array,
+XLA fusing what it can; `jax` uses JAX's default generator, threefry2x32, `jax-philox` the
+philox4x32 implementation; compile time reported separately, timed calls after a warm-up call,
+with block_until_ready); numba (@njit(parallel=True, fastmath=False): a prange loop over rows
+that draws each value with np.random inside the loop and reduces it, never materializing x; for
+random-sum it draws only the elements the slice keeps, as a hand-written fused loop would;
+compile time, a first call on a 4 x 4 problem, reported separately). Chunks apply to Kiln and
+Dask only.
+
+Every implementation generates its own random input inside the timed region (Kiln inside its
+kernels). The generators differ (Kiln: Philox; NumPy, NumExpr, Dask: NumPy's legacy
+RandomState; JAX: threefry or philox keyed streams; Numba: one Mersenne Twister per thread), so
+results agree only statistically; they are printed so that gross errors show. Numba's results
+vary from run to run: np.random.seed() in a parallel region seeds the calling thread only.
 
 Each round runs, for one workload, Kiln (`kiln run W --json --repeat R`: the median of R
 computes in one process, so JIT compilation is excluded after the first) and then each peer
-once, rotating the order every round. A peer is not repeated once its time for the workload
-exceeds --peer-budget seconds, which keeps the whole script within about three minutes on two
-cores. Also measured: Dask's per-task overhead (da.ones((n,), chunks=1) + 1, .sum(), timed
-per task of the optimized graph) with the threaded and synchronous schedulers.
+once, rotating the order every round. A peer is not repeated once the time it has used on the
+workload (timed runs plus its compile and warm-up) exceeds --peer-budget seconds, which keeps
+the whole script within about five minutes on two cores. Also measured: Dask's per-task
+overhead (da.ones((n,), chunks=1) + 1, .sum(), timed per task of the optimized graph) with the
+threaded and synchronous schedulers.
+
+Environment: OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE are removed from this process's environment
+before NumPy (and so OpenBLAS) is loaded, so that the peers run with OpenBLAS's own detection;
+`kiln run` is started with the environment as it was given. The BLAS NumPy uses is reported
+(np.show_config(), the libraries mapped into the process, OpenBLAS's own config string).
 
 Output: a markdown table of medians and Kiln's speed-up (peer median / Kiln median) on stdout,
-then one JSON object per line (kinds: env, run, summary, dask_overhead), also written to
---jsonl FILE if given. Lines starting with "{" are the JSON lines.
+then one JSON object per line (kinds: env, run, summary, dask_overhead, end), also written to
+--jsonl FILE if given. Lines starting with "{" are the JSON lines. Progress goes to stderr.
 """
-import argparse
-import contextlib
-import gc
-import io
-import json
 import os
-import platform
-import statistics
-import subprocess
-import sys
-import time
 
-import numpy as np
+# The peers' own environment (see the docstring). OpenBLAS reads these variables when its
+# library is loaded, i.e. at `import numpy`, so they go before any import that loads NumPy.
+PEER_ENV_UNSET = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
+KILN_ENV = dict(os.environ)
+UNSET_ENV = {k: os.environ.pop(k) for k in PEER_ENV_UNSET if k in os.environ}
+os.environ.setdefault("JAX_PLATFORMS", "cpu")  # no probing for GPU/TPU plugins
+
+import argparse  # noqa: E402
+import contextlib  # noqa: E402
+import ctypes  # noqa: E402
+import gc  # noqa: E402
+import importlib  # noqa: E402
+import io  # noqa: E402
+import json  # noqa: E402
+import platform  # noqa: E402
+import resource  # noqa: E402
+import statistics  # noqa: E402
+import subprocess  # noqa: E402
+import sys  # noqa: E402
+import time  # noqa: E402
+
+import numpy as np  # noqa: E402
 
 WORKLOADS = ("random-sum", "trig-identity", "diamond")
-PEERS = ("numpy", "numexpr", "dask-threads", "dask-sync")
+PEERS = ("numpy", "numexpr", "dask-threads", "dask-sync", "jax", "jax-philox", "numba")
+PEER_MODULE = {"numpy": "numpy", "numexpr": "numexpr", "dask-threads": "dask.array",
+               "dask-sync": "dask.array", "jax": "jax", "jax-philox": "jax", "numba": "numba"}
+JAX_PRNG = {"jax": "threefry2x32", "jax-philox": "philox4x32"}
 
 
 def parse_args():
@@ -60,8 +97,8 @@ def parse_args():
     p.add_argument("--kiln-repeat", type=int, default=3,
                    help="computes per kiln invocation, median reported (default 3)")
     p.add_argument("--peer-budget", type=float, default=8.0,
-                   help="stop repeating a peer on a workload once its total time exceeds "
-                        "this many seconds (default 8)")
+                   help="stop repeating a peer on a workload once the time it used there "
+                        "(runs, compile, warm-up) exceeds this many seconds (default 8)")
     p.add_argument("--random-sum-size", type=int, default=20000)
     p.add_argument("--random-sum-chunk", type=int, default=2000)
     p.add_argument("--trig-size", type=int, default=10000)
@@ -94,22 +131,68 @@ def sizes(args, w):
 
 # ---- environment -----------------------------------------------------------------------------
 
-def blas_info():
-    """The BLAS NumPy is linked with: np.show_config()'s BLAS lines and the BLAS/LAPACK shared
-    libraries actually mapped into this process (Debian switches them with alternatives)."""
-    buf = io.StringIO()
-    with contextlib.redirect_stdout(buf):
+def import_error(module):
+    """None if `module` imports, else why not (a peer without its module is skipped)."""
+    try:
+        importlib.import_module(module)
+        return None
+    except Exception as e:  # noqa: BLE001 - ImportError, or a binary mismatch (numba vs numpy)
+        return f"{type(e).__name__}: {e}".splitlines()[0][:160]
+
+
+def openblas_runtime(paths):
+    """OpenBLAS's own config string and detected core, from the mapped library (Debian's
+    libopenblas exports openblas_get_*, NumPy's wheels scipy_openblas_get_*64_)."""
+    out = []
+    for path in paths:
+        if "openblas" not in os.path.basename(path).lower():
+            continue
         try:
-            np.show_config()
-        except Exception as e:  # noqa: BLE001 - informational only
-            print(f"show_config failed: {e}")
+            lib = ctypes.CDLL(path)
+        except OSError:
+            continue
+        info = {"library": path}
+        for key, names in (("config", ("openblas_get_config", "scipy_openblas_get_config64_",
+                                       "scipy_openblas_get_config")),
+                           ("corename", ("openblas_get_corename",
+                                         "scipy_openblas_get_corename64_",
+                                         "scipy_openblas_get_corename"))):
+            for name in names:
+                fn = getattr(lib, name, None)
+                if fn is not None:
+                    fn.restype = ctypes.c_char_p
+                    info[key] = fn().decode(errors="replace").strip()
+                    break
+        if len(info) > 1:
+            out.append(info)
+    return out
+
+
+def blas_info():
+    """The BLAS NumPy is linked with: np.show_config()'s BLAS entries, the BLAS/LAPACK shared
+    libraries actually mapped into this process (Debian switches them with alternatives) and
+    what OpenBLAS says about itself at run time."""
     config = []
-    section = None
-    for line in buf.getvalue().splitlines():
-        if line and not line.startswith(" "):
-            section = line.rstrip(":")
-        elif section and "blas" in section.lower() and "libraries" in line:
-            config.append(f"{section}: {line.strip()}")
+    try:
+        deps = np.show_config(mode="dicts").get("Build Dependencies", {})  # NumPy >= 1.26
+        for k in ("blas", "lapack"):
+            d = deps.get(k) or {}
+            if d:
+                config.append(f"{k}: {d.get('name')} {d.get('version')}"
+                              + (f" ({d['openblas configuration']})"
+                                 if d.get("openblas configuration") else ""))
+    except TypeError:  # older NumPy: show_config() prints numpy.distutils sections
+        buf = io.StringIO()
+        with contextlib.redirect_stdout(buf):
+            np.show_config()
+        section = None
+        for line in buf.getvalue().splitlines():
+            if line and not line.startswith(" "):
+                section = line.rstrip(":")
+            elif section and "blas" in section.lower() and "libraries" in line:
+                config.append(f"{section}: {line.strip()}")
+    except Exception as e:  # noqa: BLE001 - informational only
+        config.append(f"show_config failed: {e}")
     mapped = set()
     try:
         with open("/proc/self/maps") as f:
@@ -117,31 +200,54 @@ def blas_info():
                 path = line.split()[-1] if len(line.split()) >= 6 else ""
                 name = os.path.basename(path).lower()
                 if "blas" in name or "lapack" in name:
-                    mapped.add(f"{path} -> {os.path.realpath(path)}")
+                    mapped.add(path)
     except OSError:
         pass
-    return {"show_config": config, "mapped": sorted(mapped)}
+    return {"show_config": config,
+            "mapped": sorted(f"{p} -> {os.path.realpath(p)}" for p in mapped),
+            "openblas": openblas_runtime(sorted(mapped))}
 
 
 def environment(args):
-    env = {"kind": "env", "python": platform.python_version(), "numpy": np.__version__,
-           "cpus": os.cpu_count(), "loadavg_start": os.getloadavg()[0], "kiln": args.kiln}
-    try:
+    env = {"kind": "env", "python": platform.python_version(), "executable": sys.executable,
+           "venv": sys.prefix != sys.base_prefix, "numpy": np.__version__,
+           "cpus": os.cpu_count(), "loadavg_start": os.getloadavg()[0], "kiln": args.kiln,
+           "env_unset_for_peers": UNSET_ENV, "blas": blas_info()}
+    missing = {}
+    for peer in args.peers:
+        err = import_error(PEER_MODULE[peer])
+        if err:
+            missing[peer] = err
+    env["missing"] = missing
+    if "numexpr" not in missing and not import_error("numexpr"):
         import numexpr
         env["numexpr"] = numexpr.__version__
         env["numexpr_threads"] = numexpr.nthreads
-    except ImportError:
-        env["numexpr"] = None
-    try:
+    if not import_error("dask"):
         import dask
         env["dask"] = dask.__version__
-    except ImportError:
-        env["dask"] = None
-    env["blas"] = blas_info()
+    if any(p.startswith("jax") for p in args.peers) and not import_error("jax"):
+        jax = jax_module()
+        import jaxlib
+        env["jax"] = jax.__version__
+        env["jaxlib"] = jaxlib.__version__
+        env["jax_devices"] = [str(d) for d in jax.devices()]
+    if "numba" in args.peers and "numba" not in missing:
+        import numba
+        env["numba"] = numba.__version__
+        env["numba_threads"] = numba.config.NUMBA_NUM_THREADS
     return env
 
 
 # ---- the peers -------------------------------------------------------------------------------
+# A runner is run(n, c) -> dict (timed), with an optional prepare(n, c) -> dict called once per
+# workload before the first timed run (compile, warm-up); its wall time counts toward the budget.
+
+class Runner:
+    def __init__(self, run, prepare=None):
+        self.run = run
+        self.prepare = prepare
+
 
 def numpy_random_sum(n, c):
     # Block by block, in the same C x C blocks as Kiln and Dask; a block starting at an odd
@@ -202,31 +308,174 @@ def dask_run(w, n, c, scheduler):
     return r
 
 
-def peer_function(peer, w):
-    """The callable (n, c) -> dict, or a string saying why this pair is not run."""
+# JAX: imported on first use, float64 enabled before anything is traced.
+_JAX = []
+
+
+def jax_module():
+    if not _JAX:
+        import jax
+        jax.config.update("jax_enable_x64", True)
+        _JAX.append(jax)
+    return _JAX[0]
+
+
+def jax_expression(w):
+    """The workload as a function of (key, n), n static; returns a tuple of scalars."""
+    jax = jax_module()
+    jnp = jax.numpy
+    if w == "random-sum":
+        def f(key, n):
+            x = 10.0 + jax.random.normal(key, (n, n), dtype=jnp.float64)
+            return ((x + 1)[::2, ::2].sum(),)
+    elif w == "trig-identity":
+        def f(key, n):
+            x = jax.random.uniform(key, (n, n), dtype=jnp.float64, minval=0.0, maxval=1.0)
+            y = jnp.sin(x) ** 2 + jnp.cos(x) ** 2 == 1
+            return y.all(), y.sum()
+    else:
+        def f(key, n):
+            x = jax.random.uniform(key, (n, n), dtype=jnp.float64, minval=1.0, maxval=2.0)
+            return ((jnp.exp(x) - 1 / x).sum(),)
+    return f
+
+
+def jax_runner(w, prng):
+    jax = jax_module()
+    fn = jax.jit(jax_expression(w), static_argnums=1)
+    key = jax.random.key(0, impl=prng)
+
+    def prepare(n, c):
+        t0 = time.perf_counter()
+        compiled = fn.lower(key, n).compile()  # trace, lower, XLA compile
+        t1 = time.perf_counter()
+        jax.block_until_ready(fn(key, n))  # warm-up: the first call through jit's cache
+        t2 = time.perf_counter()
+        info = {"compile_seconds": t1 - t0, "first_call_seconds": t2 - t1, "prng": prng}
+        ma = compiled.memory_analysis()
+        if ma is not None:
+            info["temp_bytes"] = int(ma.temp_size_in_bytes)
+        return info
+
+    def run(n, c):
+        outs = jax.block_until_ready(fn(key, n))
+        if len(outs) > 1:
+            return {"result": float(bool(outs[0])), "count": int(outs[1])}
+        return {"result": float(outs[0])}
+
+    return Runner(run, prepare)
+
+
+# Numba: kernels defined on first use (the module may be missing).
+_NUMBA = {}
+
+
+def numba_kernels():
+    if _NUMBA:
+        return _NUMBA
+    from numba import njit, prange
+
+    @njit(parallel=True, fastmath=False)
+    def random_sum(n, seed):
+        # Only the kept quarter: even rows (prange) and even columns; x + 1 summed in place.
+        np.random.seed(seed)  # seeds the calling thread's generator; each thread has its own
+        total = 0.0
+        for i in prange((n + 1) // 2):
+            row = 0.0
+            for j in range(0, n, 2):
+                row += np.random.normal(10.0, 1.0) + 1.0
+            total += row
+        return total
+
+    @njit(parallel=True, fastmath=False)
+    def trig_identity(n, seed):
+        np.random.seed(seed)
+        count = 0
+        for i in prange(n):
+            k = 0
+            for j in range(n):
+                x = np.random.uniform(0.0, 1.0)
+                s = np.sin(x)
+                co = np.cos(x)
+                if s * s + co * co == 1.0:  # x**2 is x*x in NumPy too
+                    k += 1
+            count += k
+        return count
+
+    @njit(parallel=True, fastmath=False)
+    def diamond(n, seed):
+        np.random.seed(seed)
+        total = 0.0
+        for i in prange(n):
+            row = 0.0
+            for j in range(n):
+                x = np.random.uniform(1.0, 2.0)
+                row += np.exp(x) - 1.0 / x
+            total += row
+        return total
+
+    _NUMBA.update({"random-sum": random_sum, "trig-identity": trig_identity,
+                   "diamond": diamond})
+    return _NUMBA
+
+
+def numba_runner(w):
+    kernel = numba_kernels()[w]
+
+    def prepare(n, c):
+        t0 = time.perf_counter()
+        kernel(4, 0)  # compiles for (int64, int64)
+        return {"compile_seconds": time.perf_counter() - t0}
+
+    def run(n, c):
+        v = kernel(n, 0)
+        if w == "trig-identity":
+            return {"result": float(int(v) == n * n), "count": int(v)}
+        return {"result": float(v)}
+
+    return Runner(run, prepare)
+
+
+def peer_runner(peer, w, missing):
+    """The Runner for this pair, or a string saying why it is not run."""
+    if peer in missing:
+        return (f"skipped: {PEER_MODULE[peer]} does not import ({missing[peer]}); "
+                "bash scripts/peers.sh installs it in bench/peers/.venv")
     if peer == "numpy":
-        return {"random-sum": numpy_random_sum, "trig-identity": numpy_trig,
-                "diamond": numpy_diamond}[w]
+        return Runner({"random-sum": numpy_random_sum, "trig-identity": numpy_trig,
+                       "diamond": numpy_diamond}[w])
     if peer == "numexpr":
         if w == "random-sum":
             return "skipped: NumExpr has no generator; the generation dominates"
-        return {"trig-identity": numexpr_trig, "diamond": numexpr_diamond}[w]
+        return Runner({"trig-identity": numexpr_trig, "diamond": numexpr_diamond}[w])
+    if peer in JAX_PRNG:
+        return jax_runner(w, JAX_PRNG[peer])
+    if peer == "numba":
+        return numba_runner(w)
     scheduler = "threads" if peer == "dask-threads" else "synchronous"
-    return lambda n, c: dask_run(w, n, c, scheduler)
+    return Runner(lambda n, c: dask_run(w, n, c, scheduler))
+
+
+def children_cpu():
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return ru.ru_utime + ru.ru_stime
 
 
 def kiln_run(args, w, n, c):
     cmd = [args.kiln, "run", w, "--json", "--repeat", str(args.kiln_repeat),
            "--size", str(n), "--chunk", str(c)]
+    cpu0 = children_cpu()
     t0 = time.perf_counter()
-    p = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    p = subprocess.run(cmd, capture_output=True, text=True, check=False, env=KILN_ENV)
     wall = time.perf_counter() - t0
+    cpu = children_cpu() - cpu0
     if p.returncode != 0:
         raise RuntimeError(f"{' '.join(cmd)} failed ({p.returncode}): {p.stderr.strip()}")
     j = json.loads([ln for ln in p.stdout.splitlines() if ln.startswith("{")][-1])
     r = {"seconds": j["seconds"], "result": j["result"], "process_seconds": wall,
          "compile_seconds": j.get("compile_seconds"), "tasks": j.get("tasks"),
-         "kernels": j.get("kernels")}
+         "kernels": j.get("kernels"), "peak_bytes": j.get("peak_bytes"),
+         "cpu_per_wall": cpu / wall if wall > 0 else None}
     if "count" in j:
         r["count"] = j["count"]
     return r
@@ -266,106 +515,176 @@ def fmt_result(r):
     return s
 
 
-def main():
-    args = parse_args()
-    if not os.access(args.kiln, os.X_OK):
-        sys.exit(f"seeds_peers: {args.kiln} is not an executable kiln binary "
-                 "(build it: cmake --preset release && cmake --build --preset release "
-                 "--target kiln_cli)")
-    lines = [environment(args)]
-    if "dask-threads" in args.peers or "dask-sync" in args.peers:
-        try:
-            import dask.array  # noqa: F401
-        except ImportError:
-            sys.exit("seeds_peers: Dask is missing: apt-get install -y python3-dask")
-    if "numexpr" in args.peers:
-        try:
-            import numexpr  # noqa: F401
-        except ImportError:
-            sys.exit("seeds_peers: NumExpr is missing: apt-get install -y python3-numexpr")
+def fmt_bytes(b):
+    if b is None:
+        return "—"
+    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if b >= scale:
+            return f"{b / scale:.1f} {unit}"
+    return f"{int(b)} B"
 
-    start = time.perf_counter()
-    summaries = []
-    for w in args.workloads:
-        n, c = sizes(args, w)
-        impls = ["kiln"] + args.peers
-        times = {i: [] for i in impls}
-        results = {}
-        notes = {}
-        for rnd in range(args.rounds):
-            order = impls[rnd % len(impls):] + impls[:rnd % len(impls)]
-            for impl in order:
-                if impl != "kiln":
-                    fn = peer_function(impl, w)
-                    if isinstance(fn, str):
-                        notes[impl] = fn
-                        continue
-                    if sum(times[impl]) > args.peer_budget:
-                        continue
-                    gc.collect()
-                    t0 = time.perf_counter()
-                    r = fn(n, c)
-                    r["seconds"] = time.perf_counter() - t0
-                else:
-                    r = kiln_run(args, w, n, c)
-                times[impl].append(r["seconds"])
-                results[impl] = r
-                line = {"kind": "run", "workload": w, "size": n, "chunk": c, "impl": impl,
-                        "round": rnd, **r}
-                lines.append(line)
-                print(f"  {w:14} {impl:13} round {rnd}: {r['seconds']:8.3f} s  "
-                      f"{fmt_result(r)}", file=sys.stderr, flush=True)
-        kiln_median = statistics.median(times["kiln"])
-        for impl in impls:
-            s = {"kind": "summary", "workload": w, "size": n, "chunk": c, "impl": impl,
-                 "runs": len(times[impl])}
-            if times[impl]:
-                med = statistics.median(times[impl])
-                s.update(median_seconds=med, min_seconds=min(times[impl]),
-                         kiln_speedup=med / kiln_median, result=results[impl]["result"])
-                if "count" in results[impl]:
-                    s["count"] = results[impl]["count"]
+
+def run_workload(args, w, missing, lines):
+    n, c = sizes(args, w)
+    impls = ["kiln"] + args.peers
+    runners = {p: peer_runner(p, w, missing) for p in args.peers}
+    times = {i: [] for i in impls}
+    used = {i: 0.0 for i in impls}
+    cpu = {i: [] for i in impls}
+    results, prepared, notes = {}, {}, {}
+    for rnd in range(args.rounds):
+        order = impls[rnd % len(impls):] + impls[:rnd % len(impls)]
+        for impl in order:
+            if impl == "kiln":
+                r = kiln_run(args, w, n, c)
             else:
-                s["note"] = notes.get(impl, "not run")
-            summaries.append(s)
-            lines.append(s)
+                runner = runners[impl]
+                if isinstance(runner, str):
+                    notes[impl] = runner
+                    continue
+                if used[impl] > args.peer_budget:
+                    continue
+                gc.collect()
+                extra = {}
+                if runner.prepare is not None and impl not in prepared:
+                    t0 = time.perf_counter()
+                    prepared[impl] = extra = runner.prepare(n, c)
+                    used[impl] += time.perf_counter() - t0
+                    print(f"  {w:14} {impl:13} prepare: "
+                          + ", ".join(f"{k} {v:.3f}" if isinstance(v, float) else f"{k} {v}"
+                                      for k, v in extra.items()), file=sys.stderr, flush=True)
+                gc.collect()
+                p0 = time.process_time()
+                t0 = time.perf_counter()
+                r = runner.run(n, c)
+                r["seconds"] = time.perf_counter() - t0
+                r["cpu_per_wall"] = (time.process_time() - p0) / r["seconds"]
+                used[impl] += r["seconds"]
+                r.update(extra)
+            times[impl].append(r["seconds"])
+            if r.get("cpu_per_wall") is not None:
+                cpu[impl].append(r["cpu_per_wall"])
+            results[impl] = r
+            lines.append({"kind": "run", "workload": w, "size": n, "chunk": c, "impl": impl,
+                          "round": rnd, **r})
+            print(f"  {w:14} {impl:13} round {rnd}: {r['seconds']:8.3f} s  "
+                  f"{fmt_result(r)}", file=sys.stderr, flush=True)
+    kiln_median = statistics.median(times["kiln"])
+    summaries = []
+    for impl in impls:
+        s = {"kind": "summary", "workload": w, "size": n, "chunk": c, "impl": impl,
+             "runs": len(times[impl])}
+        if times[impl]:
+            med = statistics.median(times[impl])
+            s.update(median_seconds=med, min_seconds=min(times[impl]),
+                     kiln_speedup=med / kiln_median, result=results[impl]["result"])
+            if "count" in results[impl]:
+                s["count"] = results[impl]["count"]
+            if cpu[impl]:
+                s["cpu_per_wall"] = statistics.median(cpu[impl])
+            if impl == "kiln":
+                comp = [x["compile_seconds"] for x in lines if x.get("kind") == "run"
+                        and x["workload"] == w and x["impl"] == "kiln"
+                        and x.get("compile_seconds") is not None]
+                if comp:
+                    s["compile_seconds"] = statistics.median(comp)
+                s["memory_bytes"] = results[impl].get("peak_bytes")
+            else:
+                for k in ("compile_seconds", "first_call_seconds", "prng"):
+                    if k in prepared.get(impl, {}):
+                        s[k] = prepared[impl][k]
+                if "temp_bytes" in prepared.get(impl, {}):
+                    s["memory_bytes"] = prepared[impl]["temp_bytes"]
+        else:
+            s["note"] = notes.get(impl, "not run")
+        summaries.append(s)
+        lines.append(s)
+    return summaries
 
-    overhead = dask_overhead(args.overhead_tasks) if args.overhead_tasks > 0 and any(
-        p.startswith("dask") for p in args.peers) else []
-    lines.extend(overhead)
-    total = time.perf_counter() - start
-    lines.append({"kind": "end", "total_seconds": total, "loadavg_end": os.getloadavg()[0]})
 
-    env = lines[0]
-    print(f"## Seed workloads: Kiln vs NumPy {env['numpy']}, NumExpr {env.get('numexpr')} "
-          f"({env.get('numexpr_threads')} threads), Dask {env.get('dask')}\n")
-    print(f"{env['cpus']} CPUs, load average {env['loadavg_start']:.2f} at start, "
-          f"{lines[-1]['loadavg_end']:.2f} at end; {total:.0f} s in all. Medians over rounds "
-          f"(Kiln: median of {args.kiln_repeat} computes per invocation, compile excluded); "
-          "speed-up = peer median / Kiln median.\n")
-    print("| workload | N | C | implementation | median s | runs | Kiln speed-up | result |")
-    print("| --- | ---: | ---: | --- | ---: | ---: | ---: | --- |")
+def print_report(args, env, summaries, overhead, end):
+    def ver(k):
+        return env.get(k) or "missing"
+    print(f"## Seed workloads: Kiln vs NumPy {env['numpy']}, NumExpr {ver('numexpr')} "
+          f"({env.get('numexpr_threads')} threads), Dask {ver('dask')}, JAX {ver('jax')} "
+          f"(jaxlib {ver('jaxlib')}), Numba {ver('numba')} "
+          f"({env.get('numba_threads')} threads, {env.get('numba_threading_layer')} layer)\n")
+    print(f"Python {env['python']} ({env['executable']}{', venv' if env['venv'] else ''}); "
+          f"{env['cpus']} CPUs, load average {env['loadavg_start']:.2f} at start, "
+          f"{end['loadavg_end']:.2f} at end; {end['total_seconds']:.0f} s in all. Medians over "
+          f"rounds (Kiln: median of {args.kiln_repeat} computes per invocation, compile "
+          "excluded); speed-up = peer median / Kiln median. compile s: Kiln's JIT (kernels "
+          "found in the on-disk cache cost ~0), JAX's trace + lower + XLA compile, Numba's "
+          "first call. CPU/wall: process CPU time over wall time of the timed call (Kiln: of "
+          "the whole `kiln run` process). memory: Kiln's peak_bytes (its own allocations), "
+          "JAX's XLA temp buffers (compiled.memory_analysis()); not measured for the others.\n")
+    print("| workload | N | C | implementation | median s | runs | Kiln speed-up | compile s "
+          "| CPU/wall | memory | result |")
+    print("| --- | ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |")
     for s in summaries:
+        name = s["impl"] + (f" ({s['prng']})" if s.get("prng") else "")
         if "median_seconds" in s:
             speed = "—" if s["impl"] == "kiln" else f"{s['kiln_speedup']:.1f}x"
-            res = fmt_result(s)
-            print(f"| {s['workload']} | {s['size']} | {s['chunk']} | {s['impl']} | "
-                  f"{s['median_seconds']:.3f} | {s['runs']} | {speed} | {res} |")
+            comp = f"{s['compile_seconds']:.3f}" if "compile_seconds" in s else "—"
+            cpw = f"{s['cpu_per_wall']:.2f}" if "cpu_per_wall" in s else "—"
+            print(f"| {s['workload']} | {s['size']} | {s['chunk']} | {name} | "
+                  f"{s['median_seconds']:.3f} | {s['runs']} | {speed} | {comp} | {cpw} | "
+                  f"{fmt_bytes(s.get('memory_bytes'))} | {fmt_result(s)} |")
         else:
-            print(f"| {s['workload']} | {s['size']} | {s['chunk']} | {s['impl']} | — | 0 | — | "
-                  f"{s['note']} |")
+            print(f"| {s['workload']} | {s['size']} | {s['chunk']} | {name} | — | 0 | — | — "
+                  f"| — | — | {s['note']} |")
     if overhead:
         print("\n| Dask per-task overhead | n | tasks (optimized / raw) | seconds | µs per task |")
         print("| --- | ---: | ---: | ---: | ---: |")
         for o in overhead:
             print(f"| {o['scheduler']} | {o['n']} | {o['tasks']} / {o['tasks_unoptimized']} | "
                   f"{o['seconds']:.3f} | {o['us_per_task']:.1f} |")
-    print("\nBLAS used by NumPy (not exercised by these workloads):")
-    for b in env["blas"]["show_config"] or ["(np.show_config() lists no BLAS libraries)"]:
+    blas = env["blas"]
+    print("\nBLAS used by NumPy (not exercised by these workloads); removed from the peers' "
+          "environment: " + (", ".join(f"{k}={v}" for k, v in env["env_unset_for_peers"].items())
+                             or f"nothing ({', '.join(PEER_ENV_UNSET)} were not set)") + ":")
+    for b in blas["show_config"] or ["(np.show_config() lists no BLAS)"]:
         print(f"- config: {b}")
-    for b in env["blas"]["mapped"] or ["(no BLAS library mapped)"]:
+    for b in blas["mapped"] or ["(no BLAS library mapped)"]:
         print(f"- loaded: {b}")
+    for o in blas["openblas"]:
+        print(f"- OpenBLAS at run time: {o.get('config', '?')}; core {o.get('corename', '?')}")
     print()
+
+
+def main():
+    args = parse_args()
+    if not os.access(args.kiln, os.X_OK):
+        sys.exit(f"seeds_peers: {args.kiln} is not an executable kiln binary "
+                 "(build it: cmake --preset release && cmake --build --preset release "
+                 "--target kiln_cli)")
+    env = environment(args)
+    lines = [env]
+    for peer, err in env["missing"].items():
+        print(f"seeds_peers: skipping {peer}: {PEER_MODULE[peer]} does not import ({err})",
+              file=sys.stderr)
+
+    start = time.perf_counter()
+    summaries = []
+    for w in args.workloads:
+        summaries += run_workload(args, w, env["missing"], lines)
+
+    overhead = []
+    if args.overhead_tasks > 0 and any(
+            p.startswith("dask") and p not in env["missing"] for p in args.peers):
+        overhead = dask_overhead(args.overhead_tasks)
+    lines.extend(overhead)
+    if "numba" in args.peers and "numba" not in env["missing"]:
+        import numba
+        try:
+            env["numba_threading_layer"] = numba.threading_layer()
+        except ValueError:  # no parallel region has run
+            pass
+    end = {"kind": "end", "total_seconds": time.perf_counter() - start,
+           "loadavg_end": os.getloadavg()[0]}
+    lines.append(end)
+
+    print_report(args, env, summaries, overhead, end)
     out = [json.dumps(x, sort_keys=True) for x in lines]
     print("\n".join(out))
     if args.jsonl:

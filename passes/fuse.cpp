@@ -75,23 +75,34 @@ FusedGraph fuse(const Graph& g, bool enabled) {
       std::string r = materialize_reason(*n, enabled, false);
       if (!r.empty()) reason[n] = r;
     }
-    // A view whose input is neither a leaf, a scalar, nor materialized cannot be folded into an
-    // index map: its input must be materialized (contiguous) first.
-    if (is_view(n->op)) {
+    // A view is folded into the index map of the chain's base (a leaf or a materialized array).
+    // If its input is computed, or the chain does not compose (a reshape of a non-contiguous
+    // view), its input is materialized first; a reshape of a contiguous array always composes.
+    if (is_view(n->op) && !is_scalar_like(*n)) {
       const Node* in = n->in(0).get();
-      bool ok = op_category(in->op) == OpCategory::Leaf || is_scalar_like(*in) || is_view(in->op) ||
-                reason.count(in);
-      if (is_view(in->op)) {
-        // A chain of views: every view in it must compose over the chain's base.
-        const Node* base = in;
-        while (is_view(base->op)) base = base->in(0).get();
-        ok = op_category(base->op) == OpCategory::Leaf || reason.count(base);
+      std::vector<const Node*> chain{n};
+      const Node* base = in;
+      while (is_view(base->op) && !reason.count(base)) {
+        chain.push_back(base);
+        base = base->in(0).get();
       }
-      if (!ok) reason[in] = std::string(op_name(n->op)) + " of a computed array";
-      if (n->op == Op::Reshape && op_category(in->op) == OpCategory::Leaf && !reason.count(in)) {
-        AffineMap m{in->attrs.offset, in->attrs.strides};
-        if (!compose_view(*n, m)) reason[in] = "reshape of a non-contiguous view needs a copy";
+      bool materialized = reason.count(base) > 0;
+      if (!materialized && base->op == Op::Scalar) continue;  // a broadcast scalar
+      if (!materialized && op_category(base->op) != OpCategory::Leaf) {
+        reason[in] = std::string(op_name(n->op)) + " of a computed array";
+        continue;
       }
+      AffineMap m = materialized ? AffineMap{0, c_strides(base->shape)}
+                                 : AffineMap{base->attrs.offset, base->attrs.strides};
+      bool composes = true;
+      for (size_t k = chain.size(); k-- > 0 && composes;) {
+        auto next = compose_view(*chain[k], m);
+        if (next)
+          m = *next;
+        else
+          composes = false;
+      }
+      if (!composes) reason[in] = "reshape of a non-contiguous view needs a copy";
     }
   }
   // One group per materialized node (per piece for concatenations), in topological order.

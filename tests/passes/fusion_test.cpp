@@ -81,3 +81,23 @@ TEST(Fusion, ReductionFeedingElementwiseIsABoundary) {
   EXPECT_TRUE(
       kt::same(out[0], kt::numpy({{"a", a}}, {"a - a.mean(axis=0, keepdims=True)"})[0], 1e-14));
 }
+
+TEST(Fusion, ReshapesOfNonContiguousViewsAreCopiedFirst) {
+  NDArray a = kt::random_array(DType::Float64, {6, 8}, 92);
+  Array x = kt::lazy(a, {3, 4});
+  // Reshape of a transposed/sliced leaf, of a sliced reduction result, and chains of views.
+  std::vector<Array> outs = {x.T().reshape({48}),
+                             x.sum({0}, true).slice({Slice::all(), {0, {}, 2}}).reshape({2, 2}),
+                             x.max({1}).slice({{{}, {}, -2}}).reshape({3, 1}) + 1,
+                             (x + 1).T().slice({{1, {}, 2}}).reshape({-1}).slice({{0, {}, 5}}),
+                             x.reshape({2, 3, 8}).sum({0}).T().reshape({-1})};
+  auto want = kt::numpy(
+      {{"a", a}}, {"a.T.reshape(48)", "a.sum(axis=0, keepdims=True)[:, ::2].reshape(2, 2)",
+                   "a.max(axis=1)[::-2].reshape(3, 1) + 1", "(a + 1).T[1::2].reshape(-1)[::5]",
+                   "a.reshape(2, 3, 8).sum(axis=0).T.reshape(-1)"});
+  for (bool fuse : {true, false}) {
+    std::vector<NDArray> got;
+    run(outs, fuse, &got);
+    for (size_t k = 0; k < outs.size(); ++k) EXPECT_TRUE(kt::same(got[k], want[k], 1e-14)) << k;
+  }
+}

@@ -47,36 +47,6 @@ namespace kiln::cpu {
 
 namespace {
 
-// libmvec variants LLVM 19's table lacks: AVX-512 ("e": 8-wide double, 16-wide float) for
-// sin/cos/exp/log/tan, and AVX2/AVX-512 variants of functions glibc >= 2.35 vectorizes. Each is
-// offered only when the host has the ISA it needs: LLVM splits a wide vector over narrower
-// registers, so an 8-wide call would otherwise be chosen on AVX2 hosts and die with SIGILL.
-std::vector<llvm::VecDesc> extra_vector_functions(bool avx2, bool avx512) {
-  static std::deque<std::string> names;  // stable storage for the generated names
-  auto name = [&](std::string s) {
-    names.push_back(std::move(s));
-    return names.back().c_str();
-  };
-  std::vector<llvm::VecDesc> v;
-  auto add = [&](const char* scalar, const char* vec, unsigned width, const char* abi) {
-    v.emplace_back(scalar, vec, llvm::ElementCount::getFixed(width), false, abi);
-  };
-  if (avx512) {
-    for (const char* fn : {"sin", "cos", "exp", "log", "tan"}) {
-      const char* v8 = name(std::string("_ZGVeN8v_") + fn);
-      add(name(std::string("llvm.") + fn + ".f64"), v8, 8, "_ZGV_LLVM_N8v");
-      add(fn, v8, 8, "_ZGV_LLVM_N8v");
-      add(name(std::string("llvm.") + fn + ".f32"), name(std::string("_ZGVeN16v_") + fn + "f"), 16,
-          "_ZGV_LLVM_N16v");
-    }
-  }
-  for (const char* fn : {"expm1", "log1p", "tanh", "asin", "acos", "atan"}) {
-    if (avx2) add(fn, name(std::string("_ZGVdN4v_") + fn), 4, "_ZGV_LLVM_N4v");
-    if (avx512) add(fn, name(std::string("_ZGVeN8v_") + fn), 8, "_ZGV_LLVM_N8v");
-  }
-  return v;
-}
-
 class Jit {
  public:
   static Jit& instance() {
@@ -158,9 +128,23 @@ class Jit {
     target_id_ = std::string(tm_->getTargetCPU()) + "|" +
                  std::string(tm_->getTargetFeatureString()) +
                  "|llvm-" LLVM_VERSION_STRING "|printer-" + std::to_string(kPrinterVersion);
+    // One libmvec variant per host: the widest ISA it has (see MathMode).
     std::string features = tm_->getTargetFeatureString().str() + ",";
-    extra_ = extra_vector_functions(features.find("+avx2,") != std::string::npos,
-                                    features.find("+avx512f,") != std::string::npos);
+    if (features.find("+avx512f,") != std::string::npos)
+      vector_math_ = {false, 'e', 8};
+    else if (features.find("+avx2,") != std::string::npos)
+      vector_math_ = {false, 'd', 4};
+    else
+      vector_math_ = {false, 'b', 2};
+    for (const auto& m : vector_mappings(vector_math_)) {
+      names_.push_back(m.scalar);
+      const char* scalar = names_.back().c_str();
+      names_.push_back(m.vector);
+      const char* vec = names_.back().c_str();
+      names_.push_back(m.abi);
+      const char* abi = names_.back().c_str();
+      vecdescs_.emplace_back(scalar, vec, llvm::ElementCount::getFixed(m.lanes), false, abi);
+    }
   }
 
   std::unique_ptr<llvm::MemoryBuffer> build_object(const kir::Kernel& k, const char* name,
@@ -169,7 +153,9 @@ class Jit {
     auto m = std::make_unique<llvm::Module>(name, ctx);
     m->setDataLayout(tm_->createDataLayout());
     m->setTargetTriple(tm_->getTargetTriple().str());
-    llvm::Function* fn = print_llvm(k, *m, name);
+    MathMode mode = vector_math_;
+    mode.precise = precise;
+    llvm::Function* fn = print_llvm(k, *m, name, mode);
     fn->addFnAttr("target-cpu", tm_->getTargetCPU());
     fn->addFnAttr("target-features", tm_->getTargetFeatureString());
     fn->addFnAttr("prefer-vector-width", "512");
@@ -196,8 +182,8 @@ class Jit {
     return std::make_unique<llvm::SmallVectorMemoryBuffer>(std::move(out), name, false);
   }
 
-  // O3 for the host. Unless `precise`, calls to sin/cos/exp/log/... may become libmvec vector
-  // calls; precise keeps glibc's scalar functions (what NumPy calls), loop by loop.
+  // O3 for the host. Unless `precise`, the kiln_vm_* wrappers vectorize to their libmvec variant
+  // (vector_mappings); precise code calls glibc's scalar functions (what NumPy calls).
   void optimize(llvm::Module& m, bool precise) {
     llvm::LoopAnalysisManager lam;
     llvm::FunctionAnalysisManager fam;
@@ -209,10 +195,7 @@ class Jit {
     llvm::PassBuilder pb(tm_.get(), pto);
     llvm::Triple triple(m.getTargetTriple());
     auto tlii = std::make_unique<llvm::TargetLibraryInfoImpl>(triple);
-    if (!precise) {
-      tlii->addVectorizableFunctionsFromVecLib(llvm::TargetLibraryInfoImpl::LIBMVEC_X86, triple);
-      tlii->addVectorizableFunctions(extra_);
-    }
+    if (!precise) tlii->addVectorizableFunctions(vecdescs_);
     fam.registerPass([&] { return llvm::TargetLibraryAnalysis(*tlii); });
     pb.registerModuleAnalyses(mam);
     pb.registerCGSCCAnalyses(cgam);
@@ -253,7 +236,9 @@ class Jit {
   std::unique_ptr<llvm::TargetMachine> tm_;
   std::unique_ptr<llvm::orc::LLJIT> jit_;
   std::unordered_map<std::string, KernelFn> fns_;
-  std::vector<llvm::VecDesc> extra_;
+  MathMode vector_math_;
+  std::deque<std::string> names_;  // stable storage for the VecDesc strings
+  std::vector<llvm::VecDesc> vecdescs_;
   CompileStats stats_;
   std::string target_id_;
 };

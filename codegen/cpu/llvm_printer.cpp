@@ -22,8 +22,8 @@ using llvm::Value;
 
 class Printer {
  public:
-  Printer(const kir::Kernel& k, llvm::Module& m, const std::string& name)
-      : k_(k), m_(m), ctx_(m.getContext()), b_(ctx_), name_(name) {}
+  Printer(const kir::Kernel& k, llvm::Module& m, const std::string& name, const MathMode& mode)
+      : k_(k), m_(m), ctx_(m.getContext()), b_(ctx_), name_(name), mode_(mode) {}
 
   llvm::Function* run() {
     auto* i64 = b_.getInt64Ty();
@@ -316,15 +316,49 @@ class Printer {
 
   Value* call_intrinsic(llvm::Intrinsic::ID id, Value* x) { return b_.CreateUnaryIntrinsic(id, x); }
 
-  Value* call_libm(const char* name, Value* x) {
-    bool f32 = x->getType()->isFloatTy();
-    std::string n = std::string(name) + (f32 ? "f" : "");
-    auto callee =
-        m_.getOrInsertFunction(n, llvm::FunctionType::get(x->getType(), {x->getType()}, false));
-    auto* call = b_.CreateCall(callee, {x});
+  // A transcendental function of one or two arguments (see MathMode).
+  Value* math(const char* name, std::vector<Value*> args) {
+    llvm::Type* t = args[0]->getType();
+    bool f32 = t->isFloatTy();
+    std::string libm = std::string(name) + (f32 ? "f" : "");
+    std::vector<llvm::Type*> types(args.size(), t);
+    auto* fty = llvm::FunctionType::get(t, types, false);
+    llvm::FunctionCallee callee;
+    if (mode_.precise) {
+      callee = m_.getOrInsertFunction(libm, fty);
+    } else {
+      callee = vm_wrapper(libm, fty, f32);
+    }
+    auto* call = b_.CreateCall(callee, args);
     call->setDoesNotThrow();
     call->setDoesNotAccessMemory();
     return call;
+  }
+
+  // kiln_vm_<fn>: evaluates the one libmvec variant on a splat of the arguments and returns lane
+  // 0. The vectorizer replaces calls to it by direct calls of the variant (vector_mappings).
+  llvm::FunctionCallee vm_wrapper(const std::string& libm, llvm::FunctionType* fty, bool f32) {
+    std::string wname = "kiln_vm_" + libm;
+    if (llvm::Function* f = m_.getFunction(wname)) return f;
+    unsigned lanes = mode_.lanes * (f32 ? 2 : 1);
+    llvm::Type* t = fty->getReturnType();
+    auto* vt = llvm::FixedVectorType::get(t, lanes);
+    std::vector<llvm::Type*> vtypes(fty->getNumParams(), vt);
+    std::string vname = std::string("_ZGV") + mode_.isa + "N" + std::to_string(lanes) +
+                        std::string(fty->getNumParams(), 'v') + "_" + libm;
+    auto vcallee = m_.getOrInsertFunction(vname, llvm::FunctionType::get(vt, vtypes, false));
+    auto* w = llvm::Function::Create(fty, llvm::Function::InternalLinkage, wname, m_);
+    w->addFnAttr(llvm::Attribute::NoInline);
+    w->addFnAttr(llvm::Attribute::NoUnwind);
+    w->setDoesNotAccessMemory();
+    llvm::IRBuilder<> wb(llvm::BasicBlock::Create(ctx_, "entry", w));
+    std::vector<Value*> splats;
+    for (auto& a : w->args()) splats.push_back(wb.CreateVectorSplat(lanes, &a));
+    auto* vcall = wb.CreateCall(vcallee, splats);
+    vcall->setDoesNotThrow();
+    vcall->setDoesNotAccessMemory();
+    wb.CreateRet(wb.CreateExtractElement(vcall, uint64_t{0}));
+    return w;
   }
 
   Value* emit(const kir::Value& v) {
@@ -487,27 +521,27 @@ class Printer {
       case UnaryFn::Sqrt:
         return call_intrinsic(I::sqrt, x);
       case UnaryFn::Exp:
-        return call_intrinsic(I::exp, x);
+        return math("exp", {x});
       case UnaryFn::Log:
-        return call_intrinsic(I::log, x);
+        return math("log", {x});
       case UnaryFn::Sin:
-        return call_intrinsic(I::sin, x);
+        return math("sin", {x});
       case UnaryFn::Cos:
-        return call_intrinsic(I::cos, x);
+        return math("cos", {x});
       case UnaryFn::Tan:
-        return call_libm("tan", x);
+        return math("tan", {x});
       case UnaryFn::Expm1:
-        return call_libm("expm1", x);
+        return math("expm1", {x});
       case UnaryFn::Log1p:
-        return call_libm("log1p", x);
+        return math("log1p", {x});
       case UnaryFn::Tanh:
-        return call_libm("tanh", x);
+        return math("tanh", {x});
       case UnaryFn::Arcsin:
-        return call_libm("asin", x);
+        return math("asin", {x});
       case UnaryFn::Arccos:
-        return call_libm("acos", x);
+        return math("acos", {x});
       case UnaryFn::Arctan:
-        return call_libm("atan", x);
+        return math("atan", {x});
       case UnaryFn::Floor:
         return call_intrinsic(I::floor, x);
       case UnaryFn::Ceil:
@@ -533,7 +567,7 @@ class Printer {
                                      fconst(in, std::numeric_limits<double>::infinity()))
                   : b_.getTrue();
       case UnaryFn::Sigmoid: {
-        Value* e = call_intrinsic(I::exp, b_.CreateFNeg(x));
+        Value* e = math("exp", {b_.CreateFNeg(x)});
         return b_.CreateFDiv(fconst(in, 1), b_.CreateFAdd(fconst(in, 1), e));
       }
       case UnaryFn::Not:
@@ -560,7 +594,7 @@ class Printer {
       case BinaryFn::Mod:
         return fp ? fmod_py(a, b, t) : imod_py(a, b);
       case BinaryFn::Pow:
-        if (fp) return b_.CreateBinaryIntrinsic(llvm::Intrinsic::pow, a, b);
+        if (fp) return math("pow", {a, b});
         return ipow(a, b);
       case BinaryFn::Lt:
         return fp        ? b_.CreateFCmpOLT(a, b)
@@ -652,6 +686,7 @@ class Printer {
   llvm::LLVMContext& ctx_;
   IRBuilder<> b_;
   std::string name_;
+  MathMode mode_;
   llvm::Function* fn_ = nullptr;
   Value *I_ = nullptr, *F_ = nullptr, *P_ = nullptr;
   std::vector<Value*> ext_, ptrs_, out_ptrs_, idx_ptrs_, params_, idx_, vals_;
@@ -661,8 +696,27 @@ class Printer {
 
 }  // namespace
 
-llvm::Function* print_llvm(const kir::Kernel& k, llvm::Module& m, const std::string& name) {
-  return Printer(k, m, name).run();
+llvm::Function* print_llvm(const kir::Kernel& k, llvm::Module& m, const std::string& name,
+                           const MathMode& mode) {
+  return Printer(k, m, name, mode).run();
+}
+
+std::vector<VectorMapping> vector_mappings(const MathMode& mode) {
+  std::vector<VectorMapping> v;
+  if (mode.precise) return v;
+  for (const char* fn : {"sin", "cos", "tan", "exp", "log", "expm1", "log1p", "tanh", "asin",
+                         "acos", "atan", "pow"}) {
+    std::string params = std::string(fn) == "pow" ? "vv" : "v";
+    for (bool f32 : {false, true}) {
+      std::string libm = std::string(fn) + (f32 ? "f" : "");
+      unsigned lanes = static_cast<unsigned>(mode.lanes) * (f32 ? 2 : 1);
+      std::string n = std::to_string(lanes);
+      v.push_back({"kiln_vm_" + libm,
+                   std::string("_ZGV") + mode.isa + "N" + n + params + "_" + libm,
+                   "_ZGV_LLVM_N" + n + params, lanes});
+    }
+  }
+  return v;
 }
 
 }  // namespace kiln::cpu

@@ -32,7 +32,9 @@ TEST(Structure, TransposeReshapeRechunkBroadcast) {
                       x.slice({Slice::all(), {0, 1}}).broadcast_to({6, 4, 5}) * 2,
                       x.slice({{0, {}, 2}}).T().reshape({-1}),
                       sin(x).transpose({2, 0, 1}).slice({{1, {}}, {{}, {}, -1}})});
-  for (size_t k = 0; k < got.size(); ++k) EXPECT_TRUE(same(got[k], want[k])) << k;
+  // Exact except sin (libmvec: within 4 ulp of NumPy's glibc value).
+  for (size_t k = 0; k < got.size(); ++k)
+    EXPECT_TRUE(same(got[k], want[k], k + 1 == got.size() ? 1e-15 : 0)) << k;
   Array r = x.rechunk({6, 1, 5});
   EXPECT_EQ(r.chunks()[1].size(), 4u);
   EXPECT_TRUE(same(r.compute(), a));

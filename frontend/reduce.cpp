@@ -90,11 +90,11 @@ Array Array::any(std::vector<int> ax, bool kd) const {
 }
 
 Array Array::argmin(std::optional<int> axis, bool kd) const {
-  if (!axis && ndim() == 0) return reduce(ReduceFn::ArgMin, reshape({1}), {}, kd);
+  if (!axis && ndim() == 0) return reduce(ReduceFn::ArgMin, reshape({1}), {}, false);  // ()
   return reduce(ReduceFn::ArgMin, *this, axis ? std::vector<int>{*axis} : std::vector<int>{}, kd);
 }
 Array Array::argmax(std::optional<int> axis, bool kd) const {
-  if (!axis && ndim() == 0) return reduce(ReduceFn::ArgMax, reshape({1}), {}, kd);
+  if (!axis && ndim() == 0) return reduce(ReduceFn::ArgMax, reshape({1}), {}, false);  // ()
   return reduce(ReduceFn::ArgMax, *this, axis ? std::vector<int>{*axis} : std::vector<int>{}, kd);
 }
 

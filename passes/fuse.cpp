@@ -142,7 +142,8 @@ FusedGraph fuse(const Graph& g, bool enabled) {
     }
   }
   compute_deps(&f);
-  if (enabled) {
+  // Merging is cubic in the number of groups; fused graphs have few, so cap it.
+  if (enabled && f.groups.size() <= 512) {
     // Merge independent groups over the same domain into multi-output kernels.
     size_t n = f.groups.size();
     std::vector<std::vector<bool>> reach(n, std::vector<bool>(n, false));  // reach[a][b]: a needs b
@@ -159,12 +160,19 @@ FusedGraph fuse(const Graph& g, bool enabled) {
         const Group& ga = f.groups[a];
         const Group& gb = f.groups[b];
         if (ga.domain != gb.domain || ga.chunks != gb.chunks) continue;
-        // Independent both ways, counting everything already merged into a.
-        bool dependent = reach[b][a] || reach[a][b];
-        for (size_t c = 0; c < n && !dependent; ++c)
-          if (merged_into[c] == static_cast<int>(a)) dependent = reach[b][c] || reach[c][b];
-        if (dependent) continue;
+        // Independent both ways. reach[.][a] and reach[a][.] stand for everything merged into a
+        // (kept up to date below), so merging can never close a cycle between kernels.
+        if (reach[b][a] || reach[a][b]) continue;
         merged_into[b] = static_cast<int>(a);
+        // a now also needs what b needs, and whatever needed b needs a (and all a needs).
+        for (size_t y = 0; y < n; ++y)
+          if (reach[b][y]) reach[a][y] = true;
+        for (size_t x = 0; x < n; ++x)
+          if (reach[x][b] || reach[x][a]) {
+            reach[x][a] = true;
+            for (size_t y = 0; y < n; ++y)
+              if (reach[a][y]) reach[x][y] = true;
+          }
         break;
       }
     }

@@ -388,13 +388,19 @@ class Run {
         void* other = partial_[task.partials_in[q]];
         const T* in = static_cast<const T*>(other);
         if (acc_idx) {
-          // Partials are combined in index order: a later one wins only if strictly better.
+          // Blocks are not in flat-index order when an inner dim is chunked: on a tie (equal
+          // values, or two NaNs) the smaller index wins, as NumPy returns the first occurrence.
           const int64_t* in_idx = arg_indices<T>(other, n);
           bool is_max = r.fn == ReduceFn::ArgMax;
           for (int64_t e = 0; e < n; ++e) {
             T v = in[e], a = acc[e];
             bool better = is_max ? v > a : v < a;
-            if constexpr (std::is_floating_point_v<T>) better = better || (v != v && a == a);
+            bool tie = v == a;
+            if constexpr (std::is_floating_point_v<T>) {
+              better = better || (v != v && a == a);
+              tie = tie || (v != v && a != a);
+            }
+            better = better || (tie && in_idx[e] < acc_idx[e]);
             if (in_idx[e] >= 0 && (acc_idx[e] < 0 || better)) {
               acc[e] = v;
               acc_idx[e] = in_idx[e];

@@ -100,3 +100,16 @@ TEST(Reduce, ArgminArgmaxMatchNumPy) {
   EXPECT_EQ(x.argmax(1, true).shape(), (Shape{23, 1}));
   EXPECT_THROW(zeros({0}).argmax(), Error);
 }
+
+TEST(Reduce, ArgReductionsPreferTheFirstFlatIndexAcrossBlocks) {
+  // With an inner dim chunked, blocks are not in flat order; ties and NaNs must still resolve to
+  // the smallest flat index (found by the differential fuzzer).
+  NDArray a = kt::make_array(DType::Float64, {2, 2}, {0, 5, 5, 0});
+  NDArray n = kt::make_array(DType::Float64, {2, 2}, {0, NAN, NAN, 0});
+  EXPECT_EQ(lazy(a, {2, 1}).argmax().compute().item<int64_t>(), 1);
+  EXPECT_EQ(lazy(a, {2, 1}).argmin().compute().item<int64_t>(), 0);
+  EXPECT_EQ(lazy(n, {2, 1}).argmin().compute().item<int64_t>(), 1);
+  EXPECT_EQ(lazy(n, {1, 1}).argmax().compute().item<int64_t>(), 1);
+  NDArray s = kt::make_array(DType::Float64, {}, {3.0});
+  EXPECT_EQ(lazy(s).argmax(std::nullopt, true).shape(), Shape{});  // NumPy: 0-d stays 0-d
+}

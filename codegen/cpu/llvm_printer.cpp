@@ -597,25 +597,12 @@ class Printer {
         if (fp) return math("pow", {a, b});
         return ipow(a, b);
       case BinaryFn::Lt:
-        return fp        ? b_.CreateFCmpOLT(a, b)
-               : boolean ? b_.CreateICmpULT(a, b)
-                         : b_.CreateICmpSLT(a, b);
       case BinaryFn::Le:
-        return fp        ? b_.CreateFCmpOLE(a, b)
-               : boolean ? b_.CreateICmpULE(a, b)
-                         : b_.CreateICmpSLE(a, b);
       case BinaryFn::Gt:
-        return fp        ? b_.CreateFCmpOGT(a, b)
-               : boolean ? b_.CreateICmpUGT(a, b)
-                         : b_.CreateICmpSGT(a, b);
       case BinaryFn::Ge:
-        return fp        ? b_.CreateFCmpOGE(a, b)
-               : boolean ? b_.CreateICmpUGE(a, b)
-                         : b_.CreateICmpSGE(a, b);
       case BinaryFn::Eq:
-        return fp ? b_.CreateFCmpOEQ(a, b) : b_.CreateICmpEQ(a, b);
       case BinaryFn::Ne:
-        return fp ? b_.CreateFCmpUNE(a, b) : b_.CreateICmpNE(a, b);
+        return compare(f, a, b, t);
       case BinaryFn::And:
         return b_.CreateAnd(a, b);
       case BinaryFn::Or:
@@ -626,6 +613,28 @@ class Printer {
         return min_max(a, b, t, false);
     }
     return nullptr;
+  }
+
+  // Comparisons as data: ordered float predicates (NaN compares false) except !=, which is true
+  // for NaN as in NumPy; bools compare unsigned (false < true), integers signed.
+  Value* compare(BinaryFn f, Value* a, Value* b, DType t) {
+    using P = llvm::CmpInst::Predicate;
+    struct Row {
+      BinaryFn fn;
+      P fp, boolean, integer;
+    };
+    static const Row rows[] = {
+        {BinaryFn::Lt, P::FCMP_OLT, P::ICMP_ULT, P::ICMP_SLT},
+        {BinaryFn::Le, P::FCMP_OLE, P::ICMP_ULE, P::ICMP_SLE},
+        {BinaryFn::Gt, P::FCMP_OGT, P::ICMP_UGT, P::ICMP_SGT},
+        {BinaryFn::Ge, P::FCMP_OGE, P::ICMP_UGE, P::ICMP_SGE},
+        {BinaryFn::Eq, P::FCMP_OEQ, P::ICMP_EQ, P::ICMP_EQ},
+        {BinaryFn::Ne, P::FCMP_UNE, P::ICMP_NE, P::ICMP_NE},
+    };
+    for (const Row& r : rows)
+      if (r.fn == f)
+        return b_.CreateCmp(is_float(t) ? r.fp : t == DType::Bool ? r.boolean : r.integer, a, b);
+    throw InternalError("codegen: not a comparison");
   }
 
   // Python/NumPy remainder for floats: the result has the sign of the divisor.

@@ -805,6 +805,13 @@ class Gen {
     Expr e;
     std::string nx = np_text(x, y, p), ny = np_text(y, x, p);
     std::string cx = cpp_text(x), cy = cpp_text(y);
+    // Two 0-d arrays of different dtypes: NumPy 1.24 promotes them by value (float32 ** int64 is
+    // float32 there, float64 in Kiln and NumPy 2), so NumPy computes on (1,) and reshapes back.
+    bool both_0d = !x.lit && !y.lit && x.e.rank() == 0 && y.e.rank() == 0 && x.e.dtype != y.e.dtype;
+    if (both_0d) {
+      nx = "np.reshape(" + x.e.np + ", (1,))";
+      ny = "np.reshape(" + y.e.np + ", (1,))";
+    }
     if (const char* o = binary_op_text(f)) {
       e.np = "(" + nx + " " + o + " " + ny + ")";
       e.cpp = "(" + cx + " " + o + " " + cy + ")";
@@ -840,6 +847,7 @@ class Gen {
       e.np = npf ? std::string(npf) + "(" + nx + ", " + ny + ")" : "(" + nx + " ** " + ny + ")";
       e.cpp = std::string(cf) + "(" + cx + ", " + cy + ")";
     }
+    if (both_0d) e.np = "np.reshape(" + e.np + ", ())";
     if (!build(
             &e,
             [&] {

@@ -103,6 +103,28 @@ std::vector<Array> tiny_expression(uint64_t seed, int64_t n, int64_t c) {
   return {(kiln::sin(x) + 1) * 0.5 - x};
 }
 
+// Optimizing a graph: compute() of a freshly built `ops`-op chain (1 block of 1000 elements) with
+// the plan cache cleared, so every iteration runs parameterize, simplify, push_slices, fuse,
+// lowering and planning; the kernel itself comes from the in-memory kernel cache (compiled in the
+// warm-up), so no LLVM time is included. Counter us_per_node: that cost per graph node, the
+// figure to set against dask.optimize per task (bench/peers/graph_build.py).
+void BM_PlanBuild(benchmark::State& state) {
+  kiln::bench::init_env();
+  const int ops = static_cast<int>(state.range(0));
+  Array y = ufunc_chain(kiln::zeros({1000}, {1000}), ops);
+  kiln::compute({y});  // compiles the kernel once
+  kiln::bench::Stopwatch plan;
+  for (auto _ : state) {
+    kiln::clear_plan_cache();
+    plan.start();
+    kiln::compute({y});
+    plan.stop();
+  }
+  state.counters["us_per_node"] =
+      plan.seconds() * 1e6 / (static_cast<double>(state.iterations()) * ops);
+}
+BENCHMARK(BM_PlanBuild)->Arg(100)->Arg(1000)->Unit(benchmark::kMillisecond)->UseRealTime();
+
 void BM_PlanCacheHit(benchmark::State& state) {
   constexpr int64_t kN = 16, kC = 4;  // 16 blocks of 4 x 4
   kiln::bench::init_env();

@@ -637,13 +637,16 @@ class Printer {
     throw InternalError("codegen: not a comparison");
   }
 
-  // Python/NumPy remainder for floats: the result has the sign of the divisor.
+  // Python/NumPy remainder for floats: the result has the sign of the divisor, a zero remainder
+  // included (np.remainder(-5.0, 2.5) is +0.0, so 1 / it is +inf).
   Value* fmod_py(Value* a, Value* b, DType t) {
     Value* r = b_.CreateFRem(a, b);
     Value* zero = fconst(t, 0);
     Value* fix = b_.CreateAnd(b_.CreateFCmpONE(r, zero),
                               b_.CreateXor(b_.CreateFCmpOLT(r, zero), b_.CreateFCmpOLT(b, zero)));
-    return b_.CreateSelect(fix, b_.CreateFAdd(r, b), r);
+    Value* fixed = b_.CreateSelect(fix, b_.CreateFAdd(r, b), r);
+    Value* signed_zero = b_.CreateBinaryIntrinsic(llvm::Intrinsic::copysign, zero, b);
+    return b_.CreateSelect(b_.CreateFCmpOEQ(r, zero), signed_zero, fixed);
   }
 
   // Integer remainder with the sign of the divisor; x % 0 is 0 (NumPy warns and returns 0).

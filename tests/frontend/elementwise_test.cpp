@@ -206,3 +206,15 @@ TEST(Elementwise, TranscendentalValuesDoNotDependOnChunkingOrFusion) {
     }
   }
 }
+
+TEST(Elementwise, FloatRemainderZeroTakesTheDivisorsSign) {
+  // np.remainder(-5.0, 2.5) is +0.0 and np.remainder(5.0, -2.5) is -0.0 (found by the fuzzer:
+  // 1 / remainder gave -inf where NumPy gives inf).
+  NDArray b = kt::make_array(DType::Float64, {4}, {2.5, -2.5, 5, -1});
+  auto want = kt::numpy({{"b", b}}, {"1 / np.remainder(-5.0, b)", "1 / np.remainder(5.0, b)"});
+  auto got = compute({1 / (-5.0 % lazy(b)), 1 / (5.0 % lazy(b))});
+  EXPECT_TRUE(same(got[0], want[0]));
+  EXPECT_TRUE(same(got[1], want[1]));
+  for (int64_t k = 0; k < 4; ++k)
+    EXPECT_EQ(std::signbit(got[0].at(k)), std::signbit(want[0].at(k))) << k;
+}

@@ -805,12 +805,19 @@ class Gen {
     Expr e;
     std::string nx = np_text(x, y, p), ny = np_text(y, x, p);
     std::string cx = cpp_text(x), cy = cpp_text(y);
-    // Two 0-d arrays of different dtypes: NumPy 1.24 promotes them by value (float32 ** int64 is
-    // float32 there, float64 in Kiln and NumPy 2), so NumPy computes on (1,) and reshapes back.
-    bool both_0d = !x.lit && !y.lit && x.e.rank() == 0 && y.e.rank() == 0 && x.e.dtype != y.e.dtype;
+    // Only 0-d operands (arrays or literals): NumPy 1.24 promotes them by value, typed NumPy
+    // scalars included (float32 ** int64 is float32 there, bool ** np.int64(2) is int8; Kiln and
+    // NumPy 2 give float64 and int64), and `** 2.0` squares a bool as int8. So NumPy computes on
+    // (1,)-shaped arrays, the literal as an array of the type Kiln gives it, and reshapes back.
+    bool x0d = x.lit || x.e.rank() == 0, y0d = y.lit || y.e.rank() == 0;
+    bool both_0d = x0d && y0d && !(x.lit && y.lit);
+    auto as_1d = [&](const Operand& o) {
+      return o.lit ? "np.array([" + o.lit->text(true) + "], dtype=" + dtype_py(p) + ")"
+                   : "np.reshape(" + o.e.np + ", (1,))";
+    };
     if (both_0d) {
-      nx = "np.reshape(" + x.e.np + ", (1,))";
-      ny = "np.reshape(" + y.e.np + ", (1,))";
+      nx = as_1d(x);
+      ny = as_1d(y);
     }
     if (const char* o = binary_op_text(f)) {
       e.np = "(" + nx + " " + o + " " + ny + ")";
@@ -842,7 +849,7 @@ class Gen {
       // `**`: for an array base and a literal exponent NumPy takes its fast_scalar_power path
       // (square, sqrt, reciprocal...), the common spelling. Except for a bool array base, which
       // that path squares as int8 (np.square has no bool loop): np.power there.
-      if (f == BinaryFn::Pow && !x.lit && x.e.dtype == DType::Bool && x.e.rank() > 0)
+      if (f == BinaryFn::Pow && !x.lit && x.e.dtype == DType::Bool && (x.e.rank() > 0 || both_0d))
         npf = "np.power";
       e.np = npf ? std::string(npf) + "(" + nx + ", " + ny + ")" : "(" + nx + " ** " + ny + ")";
       e.cpp = std::string(cf) + "(" + cx + ", " + cy + ")";

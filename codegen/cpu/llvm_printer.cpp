@@ -553,8 +553,10 @@ class Printer {
         if (fp) {
           Value* pos = b_.CreateFCmpOGT(x, fconst(in, 0));
           Value* neg = b_.CreateFCmpOLT(x, fconst(in, 0));
+          // NumPy: sign(+-0) is +0 and sign(NaN) is NaN.
+          Value* zero_or_nan = b_.CreateSelect(b_.CreateFCmpUNO(x, x), x, fconst(in, 0));
           return b_.CreateSelect(pos, fconst(in, 1),
-                                 b_.CreateSelect(neg, fconst(in, -1), x));  // keeps 0, -0, NaN
+                                 b_.CreateSelect(neg, fconst(in, -1), zero_or_nan));
         }
         Value* zero = llvm::ConstantInt::get(x->getType(), 0);
         return b_.CreateSub(b_.CreateZExt(b_.CreateICmpSGT(x, zero), x->getType()),

@@ -218,3 +218,13 @@ TEST(Elementwise, FloatRemainderZeroTakesTheDivisorsSign) {
   for (int64_t k = 0; k < 4; ++k)
     EXPECT_EQ(std::signbit(got[0].at(k)), std::signbit(want[0].at(k))) << k;
 }
+
+TEST(Elementwise, SignOfNegativeZeroIsPositiveZero) {
+  // NumPy: np.sign(-0.0) is +0.0, so 1 / sign(-0.0) is +inf (found by the fuzzer).
+  NDArray x = kt::make_array(DType::Float64, {3}, {-0.0, 0.0, NAN});
+  NDArray s = sign(lazy(x)).compute();
+  EXPECT_FALSE(std::signbit(s.at(0)));
+  EXPECT_FALSE(std::signbit(s.at(1)));
+  EXPECT_TRUE(std::isnan(s.at(2)));
+  EXPECT_EQ((1 / sign(lazy(x))).compute().at(0), INFINITY);
+}

@@ -66,3 +66,15 @@ TEST(Execute, LargeLogicalArrayReducesInBoundedMemory) {
   EXPECT_NEAR(mean, 0.5, 0.01);
   EXPECT_LT(stats().last_peak_bytes, 1 << 20);
 }
+
+TEST(Execute, AnErrorInsideATaskReachesTheCallerAndKilnStaysUsable) {
+  // A 32 TiB output cannot be allocated: the allocation fails inside the first block's task.
+  Array huge = zeros({int64_t{1} << 21, int64_t{1} << 21}, {int64_t{1} << 21, 1024});
+  try {
+    huge.compute();
+    ADD_FAILURE() << "a 32 TiB allocation succeeded";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("out of memory"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ((ones({100}, {10}) * 2).sum().compute().item<double>(), 200.0);
+}

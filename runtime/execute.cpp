@@ -107,7 +107,6 @@ class Run {
         trace_(trace),
         progress_(progress),
         data_(p.arrays.size()),
-        once_(new std::once_flag[p.arrays.size()]),
         readers_(new std::atomic<int>[p.arrays.size()]),
         waits_(new std::atomic<int>[p.tasks.size()]),
         partial_(p.partials.size(), nullptr) {
@@ -234,12 +233,14 @@ class Run {
     }
   }
 
+  // Allocates array a on first use. Not std::call_once: libstdc++'s call_once never completes
+  // when the callable throws (a failed allocation), and other tasks would wait on it forever.
   void ensure_array(int a) {
-    std::call_once(once_[a], [&] {
-      const PlanArray& arr = p_.arrays[a];
-      data_[a] = host_buffer(arr.bytes);
-      if (arr.node->op == Op::Concat) std::memset(data_[a].get(), 0, arr.bytes);
-    });
+    std::lock_guard<std::mutex> lock(alloc_mu_);
+    if (data_[a]) return;
+    const PlanArray& arr = p_.arrays[a];
+    data_[a] = host_buffer(arr.bytes);
+    if (arr.node->op == Op::Concat) std::memset(data_[a].get(), 0, arr.bytes);
   }
 
   void release_reader(int a) {
@@ -481,7 +482,7 @@ class Run {
   Trace* trace_;
   Progress* progress_;
   std::vector<std::shared_ptr<void>> data_;
-  std::unique_ptr<std::once_flag[]> once_;
+  std::mutex alloc_mu_;
   std::unique_ptr<std::atomic<int>[]> readers_;
   std::unique_ptr<std::atomic<int>[]> waits_;
   std::vector<void*> partial_;

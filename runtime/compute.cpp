@@ -53,9 +53,7 @@ std::vector<NDArray> compute(const std::vector<Array>& arrays, const ComputeOpti
   Graph g;
   for (const auto& a : arrays) {
     if (!a.node()) throw Error("compute: an operand is an empty (default-constructed) Array");
-    for (int64_t d : a.shape())
-      if (d < 0) throw Error("compute: negative dimension in " + shape_str(a.shape()));
-    if (a.ndim() > 32)
+    if (a.ndim() > 32)  // creation checks this too, but reshape/stack can still reach it
       throw Error("compute: arrays of rank " + std::to_string(a.ndim()) +
                   " are not supported (at most 32 dimensions)");
     g.outputs.push_back(a.node());

@@ -36,6 +36,7 @@
 #include "expr_gen.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -92,20 +93,11 @@ std::string fmt_double(double v) {
   return s;
 }
 
-const char* dtype_cpp(DType t) {
-  switch (t) {
-    case DType::Bool:
-      return "kiln::DType::Bool";
-    case DType::Int32:
-      return "kiln::DType::Int32";
-    case DType::Int64:
-      return "kiln::DType::Int64";
-    case DType::Float32:
-      return "kiln::DType::Float32";
-    case DType::Float64:
-      return "kiln::DType::Float64";
-  }
-  return "?";
+// "kiln::DType::Float32" from kiln's own name ("float32").
+std::string dtype_cpp(DType t) {
+  std::string n = kiln::dtype_name(t);
+  n[0] = static_cast<char>(std::toupper(n[0]));
+  return "kiln::DType::" + n;
 }
 
 std::string shape_cpp(const Shape& s) {
@@ -1811,19 +1803,7 @@ std::string shape_py(const Shape& s) {
 }
 
 std::string dtype_py(DType t) {
-  switch (t) {
-    case DType::Bool:
-      return "np.bool_";
-    case DType::Int32:
-      return "np.int32";
-    case DType::Int64:
-      return "np.int64";
-    case DType::Float32:
-      return "np.float32";
-    case DType::Float64:
-      return "np.float64";
-  }
-  return "?";
+  return t == DType::Bool ? "np.bool_" : std::string("np.") + kiln::dtype_name(t);
 }
 
 std::string Case::describe() const {

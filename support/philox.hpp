@@ -16,6 +16,8 @@
 #include <cstdint>
 #include <cstring>
 
+#include "support/ziggurat_tables.hpp"
+
 namespace kiln::philox {
 
 // ---------------------------------------------------------------------------------------------
@@ -67,7 +69,8 @@ inline Counter philox4x32_10(Counter ctr, Key key) {
 //   w   = philox4x32_10(ctr, key)
 //
 // Each element consumes one Philox block (four 32-bit words w[0..3]); the distributions below
-// say which words they use. Distinct (stream, i) pairs give distinct counters, so the values of
+// say which words they use. standard_normal rarely needs more: its attempt k uses the counter
+// with k as the last word. Distinct (stream, i) pairs give distinct counters, so the values of
 // different elements and different streams are independent draws.
 // ---------------------------------------------------------------------------------------------
 
@@ -102,14 +105,11 @@ inline float uniform_f32(uint64_t seed, uint32_t stream, uint64_t i) {
   return float(w[0] >> 8) * 0x1.0p-24f;
 }
 
-// 2*pi as the nearest double (bit pattern 0x401921FB54442D18).
-constexpr double kTwoPi = 6.283185307179586476925286766559;
-
-// Kiln's own log and cos for the generator, so a normal is bit-identical wherever it is made
-// (vector or scalar code, CPU or GPU): platform libms and their vector variants differ by ulps.
-// Each step is one IEEE operation, and every polynomial step a fused multiply-add (std::fma,
-// exactly rounded everywhere; build with -ffp-contract=off so nothing else is fused); the
-// generated kernels perform exactly the same operations in the same order.
+// Kiln's own log and exp for the normal generator's rare paths, so a normal is bit-identical
+// wherever it is made (vector or scalar code, CPU or GPU): platform libms differ by ulps. Each
+// step is one IEEE operation, and every polynomial step a fused multiply-add (std::fma, exactly
+// rounded everywhere; build with -ffp-contract=off so nothing else is fused); generated code
+// performs exactly the same operations in the same order, or calls these functions.
 
 // 1/(2k+1), highest first: log's atanh series.
 constexpr double kLogCoef[11] = {1.0 / 21, 1.0 / 19, 1.0 / 17, 1.0 / 15, 1.0 / 13, 1.0 / 11,
@@ -139,41 +139,73 @@ inline double log_positive(double x) {
   return std::fma(de, kLn2Hi, std::fma(de, kLn2Lo, 2.0 * s * p));
 }
 
-// cos(a) = sum_k (-1)^k a^(2k) / (2k)!, k = 11 down to 0 (z = a^2).
-constexpr double kCos[12] = {1.0 / 1124000727777607680000.0,
-                             -1.0 / 2432902008176640000.0,
-                             1.0 / 6402373705728000.0,
-                             -1.0 / 20922789888000.0,
-                             1.0 / 87178291200.0,
-                             -1.0 / 479001600.0,
-                             1.0 / 3628800.0,
-                             -1.0 / 40320.0,
-                             1.0 / 720.0,
-                             -1.0 / 24.0,
-                             0.5,
-                             -1.0};
+// 1/j!, j = 13 down to 0: exp's Taylor series.
+constexpr double kExpCoef[14] = {1.0 / 6227020800.0,
+                                 1.0 / 479001600.0,
+                                 1.0 / 39916800.0,
+                                 1.0 / 3628800.0,
+                                 1.0 / 362880.0,
+                                 1.0 / 40320.0,
+                                 1.0 / 5040.0,
+                                 1.0 / 720.0,
+                                 1.0 / 120.0,
+                                 1.0 / 24.0,
+                                 1.0 / 6.0,
+                                 0.5,
+                                 1.0,
+                                 1.0};
+constexpr double kLog2E = 0x1.71547652b82fep+0;  // 1 / ln 2
 
-// cos(2 pi u) for u in [0, 1): u = q/2 + r with |r| <= 1/4 (exact), cos(2 pi u) = (-1)^q cos(a)
-// with a = 2 pi r in [-pi/2, pi/2]. (kCos holds -cos's coefficients; the sign is folded in.)
-inline double cos_2pi(double u) {
-  const double q = std::floor(u * 2.0 + 0.5);
-  const double r = u - q * 0.5;
-  const double a = kTwoPi * r;
-  const double z = a * a;
-  double c = kCos[0];
-  for (int k = 1; k < 12; ++k) c = std::fma(c, z, kCos[k]);
-  return (int(q) & 1) ? c : -c;
+// exp(t) for t in [-700, 0]: t = k ln 2 + r with k = floor(t / ln 2 + 1/2) and |r| <= ~0.35
+// (k ln2hi is exact), exp(t) = 2^k * sum_j r^j / j!, j <= 13.
+inline double exp_nonpositive(double t) {
+  const double k = std::floor(t * kLog2E + 0.5);
+  const double r = std::fma(-k, kLn2Lo, std::fma(-k, kLn2Hi, t));
+  double p = kExpCoef[0];
+  for (int j = 1; j < 14; ++j) p = std::fma(p, r, kExpCoef[j]);
+  const uint64_t sbits = uint64_t(int64_t(k) + 1023) << 52;  // 2^k, k >= -1010
+  double scale;
+  std::memcpy(&scale, &sbits, sizeof scale);
+  return p * scale;
 }
 
-// standard_normal: Box-Muller (cosine branch only; one normal per element):
-//   u1 = 1 - uniform_from_bits(w[0], w[1])   in [2^-53, 1] (exact subtraction): log is finite
-//   u2 = uniform_from_bits(w[2], w[3])       in [0, 1)
-//   z  = sqrt(-2 * log_positive(u1)) * cos_2pi(u2)
+// standard_normal: a 1024-layer ziggurat after Marsaglia and Tsang (tables and their definition
+// in support/ziggurat_tables.hpp). Attempt k (k = 0, 1, ...) of element i draws the Philox block
+// of counter (lo(i), hi(i), stream, k), w = attempt_block(seed, stream, i, k):
+//   u     = uniform_from_bits(w[0], w[1])     in [0, 1), the top 53 of the 64 bits
+//   layer = w[1] & 1023,  negative = (w[1] >> 10) & 1   (the 11 bits below the 53 used by u)
+//   x     = u * kZigX[layer]
+//   fast path: x < kZigX[layer + 1]  ->  accept x                     (99.7% of elements)
+//   layer 0 (x >= r, the tail): draw blocks k+1, k+2, ...: a = -log(1 - uniform(t[0], t[1])) / r,
+//     b = -log(1 - uniform(t[2], t[3])), until b + b >= a * a; accept x = r + a
+//   layer >= 1 (the wedge): y = F[layer] + uniform(w[2], w[3]) * (F[layer + 1] - F[layer]);
+//     accept x if y < exp(-x * x / 2), else start over with attempt k + 1
+// and the result is -x if negative, else x. The vectorized kernels run the fast path for attempt 0
+// and call standard_normal (as kiln_normal_slow) for the elements it rejects.
+inline Counter attempt_block(uint64_t seed, uint32_t stream, uint64_t i, uint32_t k) {
+  return philox4x32_10(Counter{uint32_t(i), uint32_t(i >> 32), stream, k}, key_from_seed(seed));
+}
+
 inline double standard_normal(uint64_t seed, uint32_t stream, uint64_t i) {
-  const Counter w = block(seed, stream, i);
-  const double u1 = 1.0 - uniform_from_bits(w[0], w[1]);
-  const double u2 = uniform_from_bits(w[2], w[3]);
-  return std::sqrt(-2.0 * log_positive(u1)) * cos_2pi(u2);
+  for (uint32_t k = 0;;) {
+    const Counter w = attempt_block(seed, stream, i, k++);
+    const double u = uniform_from_bits(w[0], w[1]);
+    const uint32_t layer = w[1] & (kZigLayers - 1);
+    const bool negative = (w[1] >> kZigLayerBits) & 1u;
+    const double x = u * kZigX[layer];
+    if (x < kZigX[layer + 1]) return negative ? -x : x;
+    if (layer == 0) {
+      for (;;) {
+        const Counter t = attempt_block(seed, stream, i, k++);
+        const double a = -log_positive(1.0 - uniform_from_bits(t[0], t[1])) / kZigR;
+        const double b = -log_positive(1.0 - uniform_from_bits(t[2], t[3]));
+        if (b + b >= a * a) return negative ? -(kZigR + a) : kZigR + a;
+      }
+    }
+    const double y =
+        kZigF[layer] + uniform_from_bits(w[2], w[3]) * (kZigF[layer + 1] - kZigF[layer]);
+    if (y < exp_nonpositive(-0.5 * x * x)) return negative ? -x : x;
+  }
 }
 
 // High 64 bits of the full 128-bit product a * b.

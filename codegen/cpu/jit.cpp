@@ -30,6 +30,7 @@
 #include "support/error.hpp"
 #include "support/flags.hpp"
 #include "support/hash.hpp"
+#include "support/philox.hpp"
 
 extern "C" int64_t kiln_ipow(int64_t base, int64_t exp) {
   if (exp < 0) return base == 1 ? 1 : base == -1 ? ((exp & 1) ? -1 : 1) : 0;
@@ -41,6 +42,12 @@ extern "C" int64_t kiln_ipow(int64_t base, int64_t exp) {
     e >>= 1;
   }
   return static_cast<int64_t>(result);
+}
+
+// The normal generator's rare path (support/philox.hpp): kernels call it for the elements their
+// vectorized ziggurat fast path rejects (about 1.2%).
+extern "C" double kiln_normal_slow(uint64_t seed, uint64_t stream, uint64_t i) {
+  return kiln::philox::standard_normal(seed, static_cast<uint32_t>(stream), i);
 }
 
 namespace kiln::cpu {
@@ -124,6 +131,8 @@ class Jit {
     llvm::orc::SymbolMap helpers;
     helpers[jit_->mangleAndIntern("kiln_ipow")] = {llvm::orc::ExecutorAddr::fromPtr(&kiln_ipow),
                                                    llvm::JITSymbolFlags::Exported};
+    helpers[jit_->mangleAndIntern("kiln_normal_slow")] = {
+        llvm::orc::ExecutorAddr::fromPtr(&kiln_normal_slow), llvm::JITSymbolFlags::Exported};
     llvm::cantFail(jd.define(llvm::orc::absoluteSymbols(std::move(helpers))));
     target_id_ = std::string(tm_->getTargetCPU()) + "|" +
                  std::string(tm_->getTargetFeatureString()) +

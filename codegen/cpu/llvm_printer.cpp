@@ -7,7 +7,9 @@
 
 #include <array>
 #include <limits>
+#include <map>
 #include <tuple>
+#include <type_traits>
 #include <utility>
 
 #include "support/error.hpp"
@@ -19,6 +21,8 @@ namespace {
 
 using llvm::IRBuilder;
 using llvm::Value;
+
+constexpr int64_t kTile = 256;  // elements per tile of a loop over random leaves
 
 class Printer {
  public:
@@ -59,6 +63,14 @@ class Printer {
     for (size_t p = 0; p < k_.params.size(); ++p) params_.push_back(load_param(int(p)));
     (void)i64;
     idx_.assign(r, nullptr);
+    // Random leaves are generated a tile at a time (see tiled_inner_loop): one stack buffer of
+    // kTile values per random leaf, plus 4 of padding for the scan for rejected normals.
+    if (r > 0)
+      for (size_t l = 0; l < k_.leaves.size(); ++l)
+        if (k_.leaves[l].kind == kir::LeafKind::Random)
+          tile_bufs_[l] =
+              b_.CreateAlloca(llvm::ArrayType::get(random_type(k_.leaves[l]), kTile + 4), nullptr,
+                              "tile" + std::to_string(l));
     if (r == 0) {
       body();
       finish_inner_reductions();
@@ -124,6 +136,7 @@ class Printer {
   // reduce along the innermost dim.
   void loop(int d) {
     int r = k_.rank;
+    if (d == r - 1 && !tile_bufs_.empty()) return tiled_inner_loop(d);
     auto* pre = b_.GetInsertBlock();
     auto* head = llvm::BasicBlock::Create(ctx_, "head" + std::to_string(d), fn_);
     auto* bodyb = llvm::BasicBlock::Create(ctx_, "body" + std::to_string(d), fn_);
@@ -170,6 +183,179 @@ class Printer {
     b_.CreateBr(head);
     b_.SetInsertPoint(exit);
     if (inner) finish_inner_reductions();
+  }
+
+  // The innermost loop of a kernel with random leaves, in tiles of kTile elements: a first loop
+  // generates every random leaf's values for the tile into stack buffers (Philox and the
+  // ziggurat's fast path, rejected normals marked NaN), a short scan fills in the rejected
+  // normals through kiln_normal_slow, and a second loop evaluates the body, reading the values
+  // back. Two simpler loops vectorize with far fewer register spills than one that interleaves
+  // Philox's rounds with the rest of the body, and the rare path stays out of the vector loop
+  // (bench/RESULTS.md, "Generator"). Values are the same either way.
+  void tiled_inner_loop(int d) {
+    auto* i64 = b_.getInt64Ty();
+    auto* pre = b_.GetInsertBlock();
+    auto* head = llvm::BasicBlock::Create(ctx_, "tile.head", fn_);
+    auto* tile = llvm::BasicBlock::Create(ctx_, "tile.body", fn_);
+    auto* exit = llvm::BasicBlock::Create(ctx_, "tile.exit", fn_);
+    b_.CreateBr(head);
+    b_.SetInsertPoint(head);
+    auto* i0 = b_.CreatePHI(i64, 2, "i0");
+    i0->addIncoming(b_.getInt64(0), pre);
+    std::vector<llvm::PHINode*> tile_acc(k_.outputs.size(), nullptr);
+    std::vector<llvm::PHINode*> tile_idx(k_.outputs.size(), nullptr);
+    for (size_t o = 0; o < k_.outputs.size(); ++o) {
+      if (!inner_reduced(o)) continue;
+      tile_acc[o] = b_.CreatePHI(reg_type(k_.outputs[o].type), 2, "tacc" + std::to_string(o));
+      tile_acc[o]->addIncoming(identity(k_.outputs[o]), pre);
+      if (is_arg(o)) {
+        tile_idx[o] = b_.CreatePHI(i64, 2, "taccidx" + std::to_string(o));
+        tile_idx[o]->addIncoming(b_.getInt64(-1), pre);
+      }
+    }
+    b_.CreateCondBr(b_.CreateICmpSLT(i0, ext_[d]), tile, exit);
+    b_.SetInsertPoint(tile);
+    Value* m = b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, b_.getInt64(kTile),
+                                        b_.CreateSub(ext_[d], i0));
+    // Loop A: the random values of the tile.
+    simple_loop("gen", m, {},
+                [&](Value* j) {
+                  idx_[d] = b_.CreateAdd(i0, j);
+                  for (auto& [l, buf] : tile_bufs_) {
+                    const kir::Leaf& lf = k_.leaves[l];
+                    b_.CreateStore(random_value(lf, address(maps_[l]), true),
+                                   b_.CreateGEP(random_type(lf), buf, j));
+                  }
+                },
+                // 8 lanes, 2 interleaved: the fastest of widths 4-16 and interleave counts 1-4
+                // measured on AVX2 (random-sum, bench/RESULTS.md); LLVM's own choice (4 x 1) leaves
+                // Philox latency-bound.
+                {{"llvm.loop.vectorize.width", 8}, {"llvm.loop.interleave.count", 2}});
+    for (auto& [l, buf] : tile_bufs_)
+      if (k_.leaves[l].random == RandomKind::Normal) fill_rejected(d, l, buf, i0, m);
+    // Loop B: the body, with the inner reductions' accumulators.
+    std::vector<Value*> init;
+    for (size_t o = 0; o < k_.outputs.size(); ++o)
+      if (tile_acc[o]) {
+        init.push_back(tile_acc[o]);
+        if (tile_idx[o]) init.push_back(tile_idx[o]);
+      }
+    std::vector<Value*> fin = simple_loop("eval", m, init, [&](Value* j, std::vector<Value*> cur) {
+      idx_[d] = b_.CreateAdd(i0, j);
+      tile_j_ = j;
+      acc_.assign(k_.outputs.size(), nullptr);
+      acc_idx_.assign(k_.outputs.size(), nullptr);
+      size_t at = 0;
+      for (size_t o = 0; o < k_.outputs.size(); ++o)
+        if (tile_acc[o]) {
+          acc_[o] = cur[at++];
+          if (tile_idx[o]) acc_idx_[o] = cur[at++];
+        }
+      body();
+      tile_j_ = nullptr;
+      std::vector<Value*> next;
+      for (size_t o = 0; o < k_.outputs.size(); ++o)
+        if (tile_acc[o]) {
+          next.push_back(acc_next_[o]);
+          if (tile_idx[o]) next.push_back(acc_idx_next_[o]);
+        }
+      return next;
+    });
+    auto* latch = b_.GetInsertBlock();
+    i0->addIncoming(b_.CreateAdd(i0, b_.getInt64(kTile), "", true, true), latch);
+    size_t at = 0;
+    for (size_t o = 0; o < k_.outputs.size(); ++o)
+      if (tile_acc[o]) {
+        tile_acc[o]->addIncoming(fin[at++], latch);
+        if (tile_idx[o]) tile_idx[o]->addIncoming(fin[at++], latch);
+      }
+    b_.CreateBr(head);
+    b_.SetInsertPoint(exit);
+    for (size_t o = 0; o < k_.outputs.size(); ++o) {
+      acc_[o] = tile_acc[o];
+      acc_idx_[o] = tile_idx[o];
+    }
+    finish_inner_reductions();
+  }
+
+  // for (j = 0; j < n; ++j) carried = step(j, carried); returns the carried values at the exit.
+  // `hints`: loop metadata strings with an i32 value, e.g. {"llvm.loop.interleave.count", 2}.
+  template <class Step>
+  std::vector<Value*> simple_loop(const std::string& name, Value* n, std::vector<Value*> init,
+                                  Step step, std::vector<std::pair<const char*, int>> hints = {}) {
+    auto* pre = b_.GetInsertBlock();
+    auto* head = llvm::BasicBlock::Create(ctx_, name + ".head", fn_);
+    auto* bodyb = llvm::BasicBlock::Create(ctx_, name + ".body", fn_);
+    auto* exit = llvm::BasicBlock::Create(ctx_, name + ".exit", fn_);
+    b_.CreateBr(head);
+    b_.SetInsertPoint(head);
+    auto* j = b_.CreatePHI(b_.getInt64Ty(), 2, name + ".j");
+    j->addIncoming(b_.getInt64(0), pre);
+    std::vector<Value*> cur;
+    for (Value* v : init) {
+      auto* phi = b_.CreatePHI(v->getType(), 2);
+      phi->addIncoming(v, pre);
+      cur.push_back(phi);
+    }
+    b_.CreateCondBr(b_.CreateICmpSLT(j, n), bodyb, exit);
+    b_.SetInsertPoint(bodyb);
+    std::vector<Value*> next;
+    if constexpr (std::is_invocable_v<Step, Value*>)
+      step(j);
+    else
+      next = step(j, cur);
+    auto* latch = b_.GetInsertBlock();
+    j->addIncoming(b_.CreateAdd(j, b_.getInt64(1), "", true, true), latch);
+    for (size_t k = 0; k < cur.size(); ++k)
+      llvm::cast<llvm::PHINode>(cur[k])->addIncoming(next[k], latch);
+    auto* br = b_.CreateBr(head);
+    if (!hints.empty()) {
+      std::vector<llvm::Metadata*> ops{nullptr};
+      for (auto& [key, value] : hints)
+        ops.push_back(llvm::MDNode::get(
+            ctx_, {llvm::MDString::get(ctx_, key),
+                   llvm::ConstantAsMetadata::get(b_.getInt32(static_cast<uint32_t>(value)))}));
+      auto* md = llvm::MDNode::getDistinct(ctx_, ops);
+      md->replaceOperandWith(0, md);
+      br->setMetadata(llvm::LLVMContext::MD_loop, md);
+    }
+    b_.SetInsertPoint(exit);
+    return cur;
+  }
+
+  // The scan of a tile's normals after loop A: 4 values at a time, and for a group with a NaN
+  // (a rejected fast path) each NaN is replaced by kiln_normal_slow's value. The 4 values past
+  // the tile's end are zeroed first, so the last group reads only defined values.
+  void fill_rejected(int d, int l, Value* buf, Value* i0, Value* m) {
+    auto* f64 = b_.getDoubleTy();
+    for (int q = 0; q < 4; ++q)
+      b_.CreateStore(dconst(0.0), b_.CreateGEP(f64, buf, b_.CreateAdd(m, b_.getInt64(q))));
+    Value* groups = b_.CreateUDiv(b_.CreateAdd(m, b_.getInt64(3)), b_.getInt64(4));
+    simple_loop("scan", groups, {}, [&](Value* g) {
+      Value* j = b_.CreateMul(g, b_.getInt64(4));
+      auto* v4t = llvm::FixedVectorType::get(f64, 4);
+      Value* v4 = b_.CreateAlignedLoad(v4t, b_.CreateGEP(f64, buf, j), llvm::Align(8));
+      Value* any = b_.CreateOrReduce(b_.CreateFCmpUNO(v4, v4));
+      auto* fix = llvm::BasicBlock::Create(ctx_, "scan.fix", fn_);
+      auto* done = llvm::BasicBlock::Create(ctx_, "scan.done", fn_);
+      b_.CreateCondBr(any, fix, done);
+      b_.SetInsertPoint(fix);
+      for (int q = 0; q < 4; ++q) {
+        Value* jq = b_.CreateAdd(j, b_.getInt64(q));
+        Value* at = b_.CreateGEP(f64, buf, jq);
+        Value* v = b_.CreateLoad(f64, at);
+        auto* call = llvm::BasicBlock::Create(ctx_, "scan.call", fn_);
+        auto* next = llvm::BasicBlock::Create(ctx_, "scan.next", fn_);
+        b_.CreateCondBr(b_.CreateFCmpUNO(v, v), call, next);
+        b_.SetInsertPoint(call);
+        idx_[d] = b_.CreateAdd(i0, jq);
+        b_.CreateStore(normal_slow(k_.leaves[l], address(maps_[l])), at);
+        b_.CreateBr(next);
+        b_.SetInsertPoint(next);
+      }
+      b_.CreateBr(done);
+      b_.SetInsertPoint(done);
+    });
   }
 
   bool inner_reduced(size_t o) const {
@@ -390,7 +576,10 @@ class Printer {
       case kir::LeafKind::Iota:
         return flat;
       case kir::LeafKind::Random:
-        return random(lf, flat);
+        if (tile_j_)
+          return b_.CreateLoad(random_type(lf),
+                               b_.CreateGEP(random_type(lf), tile_bufs_.at(l), tile_j_));
+        return random_value(lf, flat, false);
     }
     return nullptr;
   }
@@ -443,58 +632,59 @@ class Printer {
     return b_.CreateFMul(bits, dconst(0x1.0p-53));
   }
 
-  // Kiln's own log and cos(2 pi u), operation for operation as in support/philox.hpp, so
-  // normals are bit-identical in vector and scalar code (and on other devices).
-
-  Value* fma(Value* a, Value* b, Value* c) {
-    return b_.CreateIntrinsic(llvm::Intrinsic::fma, {a->getType()}, {a, b, c});
+  // The register type of a random leaf's values.
+  llvm::Type* random_type(const kir::Leaf& lf) {
+    return lf.random == RandomKind::Integers ? b_.getInt64Ty() : b_.getDoubleTy();
   }
 
-  Value* log_positive(Value* x) {
+  // kZigX as a constant array in the module.
+  Value* zig_table() {
+    if (!zig_x_) {
+      auto* data = llvm::ConstantDataArray::get(ctx_, llvm::ArrayRef<double>(philox::kZigX));
+      auto* g = new llvm::GlobalVariable(m_, data->getType(), true,
+                                         llvm::GlobalValue::PrivateLinkage, data, "kiln_zig_x");
+      g->setUnnamedAddr(llvm::GlobalValue::UnnamedAddr::Global);
+      zig_x_ = g;
+    }
+    return zig_x_;
+  }
+
+  // standard_normal in full: support/philox.hpp's function, linked into the process.
+  Value* normal_slow(const kir::Leaf& lf, Value* flat) {
     auto* i64 = b_.getInt64Ty();
-    Value* bits = b_.CreateBitCast(x, i64);
-    Value* e = b_.CreateSub(b_.CreateLShr(bits, 52), b_.getInt64(1023));
-    Value* mbits = b_.CreateOr(b_.CreateAnd(bits, b_.getInt64(0x000FFFFFFFFFFFFFull)),
-                               b_.getInt64(0x3FF0000000000000ull));
-    Value* m = b_.CreateBitCast(mbits, b_.getDoubleTy());
-    Value* big = b_.CreateFCmpOGT(m, dconst(2 * philox::kSqrtHalf));
-    m = b_.CreateSelect(big, b_.CreateFMul(m, dconst(0.5)), m);
-    e = b_.CreateSelect(big, b_.CreateAdd(e, b_.getInt64(1)), e);
-    Value* s = b_.CreateFDiv(b_.CreateFSub(m, dconst(1.0)), b_.CreateFAdd(m, dconst(1.0)));
-    Value* z = b_.CreateFMul(s, s);
-    Value* p = dconst(philox::kLogCoef[0]);
-    for (int k = 1; k < 11; ++k) p = fma(p, z, dconst(philox::kLogCoef[k]));
-    // |e| < 1100: converting through i32 is exact and vectorizes.
-    Value* de = b_.CreateSIToFP(b_.CreateTrunc(e, b_.getInt32Ty()), b_.getDoubleTy());
-    Value* tail = fma(de, dconst(philox::kLn2Lo), b_.CreateFMul(b_.CreateFMul(dconst(2.0), s), p));
-    return fma(de, dconst(philox::kLn2Hi), tail);
+    auto callee = m_.getOrInsertFunction(
+        "kiln_normal_slow", llvm::FunctionType::get(b_.getDoubleTy(), {i64, i64, i64}, false));
+    auto* call =
+        b_.CreateCall(callee, {params_[lf.seed_param], b_.getInt64(uint64_t(lf.stream)), flat});
+    call->setDoesNotThrow();
+    return call;
   }
 
-  Value* cos_2pi(Value* u) {
-    Value* q = call_intrinsic(llvm::Intrinsic::floor,
-                              b_.CreateFAdd(b_.CreateFMul(u, dconst(2.0)), dconst(0.5)));
-    Value* r = b_.CreateFSub(u, b_.CreateFMul(q, dconst(0.5)));
-    Value* a = b_.CreateFMul(dconst(philox::kTwoPi), r);
-    Value* z = b_.CreateFMul(a, a);
-    Value* c = dconst(philox::kCos[0]);
-    for (int k = 1; k < 12; ++k) c = fma(c, z, dconst(philox::kCos[k]));
-    Value* odd = b_.CreateICmpNE(b_.CreateAnd(b_.CreateFPToSI(q, b_.getInt32Ty()), b_.getInt32(1)),
-                                 b_.getInt32(0));
-    return b_.CreateSelect(odd, c, b_.CreateFNeg(c));
-  }
-
-  Value* random(const kir::Leaf& lf, Value* flat) {
+  // A random leaf's value at a flat index. Normals: with `fast_only`, the ziggurat's fast path
+  // for attempt 0 (support/philox.hpp) and NaN where it rejects; otherwise the full function.
+  Value* random_value(const kir::Leaf& lf, Value* flat, bool fast_only) {
+    if (lf.random == RandomKind::Normal && !fast_only) return normal_slow(lf, flat);
     auto w = philox(flat, params_[lf.seed_param], lf.stream);
     switch (lf.random) {
       case RandomKind::Uniform:
         return uniform(w[0], w[1]);
       case RandomKind::Normal: {
-        Value* u1 = b_.CreateFSub(fconst(DType::Float64, 1.0), uniform(w[0], w[1]));
-        Value* u2 = uniform(w[2], w[3]);
-        Value* lg = log_positive(u1);
-        Value* rad =
-            call_intrinsic(llvm::Intrinsic::sqrt, b_.CreateFMul(fconst(DType::Float64, -2.0), lg));
-        return b_.CreateFMul(rad, cos_2pi(u2));
+        auto* f64 = b_.getDoubleTy();
+        auto* i64 = b_.getInt64Ty();
+        Value* u = uniform(w[0], w[1]);
+        Value* layer = b_.CreateZExt(b_.CreateAnd(w[1], b_.getInt32(philox::kZigLayers - 1)), i64);
+        Value* negative =
+            b_.CreateICmpNE(b_.CreateAnd(w[1], b_.getInt32(philox::kZigLayers)), b_.getInt32(0));
+        auto* tt = llvm::ArrayType::get(f64, philox::kZigLayers + 1);
+        Value* width =
+            b_.CreateLoad(f64, b_.CreateInBoundsGEP(tt, zig_table(), {b_.getInt64(0), layer}));
+        Value* inner = b_.CreateLoad(
+            f64, b_.CreateInBoundsGEP(tt, zig_table(),
+                                      {b_.getInt64(0), b_.CreateAdd(layer, b_.getInt64(1))}));
+        Value* x = b_.CreateFMul(u, width);
+        Value* sx = b_.CreateSelect(negative, b_.CreateFNeg(x), x);
+        return b_.CreateSelect(b_.CreateFCmpOLT(x, inner), sx,
+                               dconst(std::numeric_limits<double>::quiet_NaN()));
       }
       case RandomKind::Integers: {
         auto* i128 = b_.getInt128Ty();
@@ -706,6 +896,9 @@ class Printer {
   std::vector<Value*> ext_, ptrs_, out_ptrs_, idx_ptrs_, params_, idx_, vals_;
   std::vector<Value*> acc_, acc_next_, acc_idx_, acc_idx_next_;
   std::vector<Map> maps_, out_maps_;
+  std::map<int, Value*> tile_bufs_;  // random leaf -> its tile of values (kernels of rank > 0)
+  Value* tile_j_ = nullptr;          // set while emitting the body of a tiled loop
+  Value* zig_x_ = nullptr;
 };
 
 }  // namespace

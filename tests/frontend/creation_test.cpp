@@ -56,6 +56,51 @@ TEST(Random, ElementsMatchTheReferencePhilox) {
   }
 }
 
+// Kernels over random leaves generate them a tile (256 elements) at a time and refill the
+// normals the ziggurat's fast path rejects: uneven tiles, strided and reversed inner indices, two
+// normal leaves in one kernel, inner reductions (sum, argmax) and 0-d kernels (no loop) must all
+// give the reference values.
+TEST(Random, TiledGenerationMatchesTheReference) {
+  auto rejected = [](uint64_t seed, uint32_t stream, uint64_t i) {
+    const philox::Counter w = philox::attempt_block(seed, stream, i, 0);
+    const uint32_t layer = w[1] & (philox::kZigLayers - 1);
+    return !(philox::uniform_from_bits(w[0], w[1]) * philox::kZigX[layer] <
+             philox::kZigX[layer + 1]);
+  };
+  const int64_t rows = 3, cols = 1000;
+  random::Generator rng(5);
+  Array n1 = rng.standard_normal({rows, cols}, {3, 700});  // streams 0, 1, 2
+  Array u = rng.uniform(0, 1, {rows, cols}, {2, 300});
+  Array n2 = rng.standard_normal({rows, cols}, {3, 700});
+  auto got = compute({n1 * u + n2, n1.slice({{}, {1, {}, 3}}), n1.slice({{}, {{}, {}, -1}}),
+                      n1.sum({1}), n1.argmax(1)});
+  int64_t rejections = 0;
+  for (int64_t r = 0; r < rows; ++r) {
+    double sum = 0, best = -INFINITY;
+    int64_t arg = -1;
+    for (int64_t c = 0; c < cols; ++c) {
+      const uint64_t k = uint64_t(r * cols + c);
+      const double a = philox::standard_normal(5, 0, k), b = philox::standard_normal(5, 2, k);
+      rejections += rejected(5, 0, k);
+      ASSERT_EQ(got[0].at(r * cols + c), a * philox::uniform(5, 1, k) + b) << r << "," << c;
+      if (c % 3 == 1) ASSERT_EQ(got[1].at(r * 333 + c / 3), a) << r << "," << c;
+      ASSERT_EQ(got[2].at(r * cols + (cols - 1 - c)), a) << r << "," << c;
+      sum += a;
+      if (a > best) best = a, arg = c;
+    }
+    EXPECT_NEAR(got[3].at(r), sum, 1e-11) << r;
+    EXPECT_EQ(got[4].at_int(r), arg) << r;
+  }
+  EXPECT_GT(rejections, 3);  // the rare path ran
+  // A 0-d kernel (no loop): an element whose fast path rejects, and one it accepts.
+  Array line = rng.standard_normal({100000}, {30000});  // stream 3
+  int64_t bad = 0, good = 0;
+  while (!rejected(5, 3, uint64_t(bad))) ++bad;
+  while (rejected(5, 3, uint64_t(good))) ++good;
+  EXPECT_EQ(line[bad].compute().item<double>(), philox::standard_normal(5, 3, bad));
+  EXPECT_EQ(line[good].compute().item<double>(), philox::standard_normal(5, 3, good));
+}
+
 TEST(Random, IndependentOfChunkingSliceAndThreads) {
   auto make = [](const Shape& chunks) {
     random::Generator rng(7);

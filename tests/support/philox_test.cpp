@@ -1,10 +1,12 @@
 // Tests for the reference Philox4x32-10 generator and Kiln's element mapping.
 #include "support/philox.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
 #include <set>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -194,7 +196,7 @@ TEST(PhiloxMapping, SeedsStreamsAndIndicesDiffer) {
 }  // namespace
 }  // namespace kiln::philox
 
-TEST(PhiloxMapping, OwnLogAndCosAreAccurate) {
+TEST(PhiloxMapping, OwnLogAndExpAreAccurate) {
   using namespace kiln::philox;
   // Within a few ulp of glibc over the generator's domains.
   uint64_t state = 1;
@@ -204,11 +206,68 @@ TEST(PhiloxMapping, OwnLogAndCosAreAccurate) {
     const double x = 1.0 - u;  // (0, 1]
     const double lg = std::log(x);
     EXPECT_NEAR(log_positive(x), lg, 4e-16 * std::fabs(lg) + 2.3e-16) << x;  // ~2 ulp
-    const double c = std::cos(kTwoPi * u);
-    EXPECT_NEAR(cos_2pi(u), c, 1e-15) << u;
+    const double t = -700.0 * u * u;  // [-700, 0], denser near 0 (the ziggurat's wedges)
+    const double e = std::exp(t);
+    EXPECT_NEAR(exp_nonpositive(t), e, 4.5e-16 * e) << t;  // ~2 ulp
   }
   EXPECT_EQ(log_positive(1.0), 0.0);
-  EXPECT_EQ(cos_2pi(0.0), 1.0);
-  EXPECT_EQ(cos_2pi(0.5), -1.0);
+  EXPECT_EQ(exp_nonpositive(0.0), 1.0);
   EXPECT_NEAR(log_positive(0x1.0p-53), -53 * std::log(2.0), 1e-13);
+}
+
+TEST(PhiloxMapping, ZigguratTablesAreConsistent) {
+  using namespace kiln::philox;
+  // Layers of equal area v (support/ziggurat_tables.hpp): the base strip plus the tail, then
+  // rectangles X[i] x (F[i+1] - F[i]).
+  const double tail = std::sqrt(std::acos(-1.0) / 2) * std::erfc(kZigR / std::sqrt(2.0));
+  EXPECT_NEAR(kZigR * kZigF[1] + tail, kZigV, 1e-15);
+  EXPECT_NEAR(kZigX[0] * kZigF[1], kZigV, 1e-15);
+  EXPECT_EQ(kZigX[1], kZigR);
+  EXPECT_EQ(kZigX[kZigLayers], 0.0);
+  EXPECT_EQ(kZigF[kZigLayers], 1.0);
+  for (int i = 1; i < kZigLayers; ++i) {
+    EXPECT_GT(kZigX[i], kZigX[i + 1]) << i;
+    EXPECT_NEAR(kZigX[i] * (kZigF[i + 1] - kZigF[i]), kZigV, 1e-12 * kZigV) << i;
+    // X[i] is rounded: its relative error (<= 2^-53) moves exp(-X^2/2) by up to X^2 2^-53.
+    const double x2 = kZigX[i] * kZigX[i];
+    EXPECT_NEAR(kZigF[i], std::exp(-0.5 * x2), 2.3e-16 * (2 + x2) * kZigF[i]) << i;
+  }
+}
+
+TEST(PhiloxMapping, NormalFollowsTheNormalDistribution) {
+  using namespace kiln::philox;
+  // 4M draws against the normal CDF: 160 bins over [-4, 4] plus both tails beyond 4 (chi-square),
+  // the tails beyond r (the ziggurat's tail path), and how often the fast path accepts.
+  const uint64_t n = 4000000;
+  const int bins = 160;
+  std::vector<double> count(bins + 2, 0.0);
+  uint64_t beyond_r = 0, fast = 0, negative = 0;
+  for (uint64_t i = 0; i < n; ++i) {
+    const double z = standard_normal(7, 3, i);
+    ASSERT_TRUE(std::isfinite(z));
+    const int b = z < -4 ? 0 : z >= 4 ? bins + 1 : 1 + std::min(bins - 1, int((z + 4) * 20));
+    count[b] += 1;
+    beyond_r += std::fabs(z) > kZigR;
+    negative += std::signbit(z);
+    const Counter w = attempt_block(7, 3, i, 0);
+    const uint32_t layer = w[1] & (kZigLayers - 1);
+    fast += uniform_from_bits(w[0], w[1]) * kZigX[layer] < kZigX[layer + 1];
+  }
+  auto cdf = [](double x) { return 0.5 * std::erfc(-x / std::sqrt(2.0)); };
+  double chi2 = 0;
+  for (int b = 0; b < bins + 2; ++b) {
+    const double lo = b == 0 ? -INFINITY : -4 + (b - 1) / 20.0;
+    const double hi = b == bins + 1 ? INFINITY : -4 + b / 20.0;
+    const double expected = double(n) * (cdf(hi) - cdf(lo));
+    chi2 += (count[b] - expected) * (count[b] - expected) / expected;
+  }
+  // 161 degrees of freedom: mean 161, sd 18; 161 + 6 sd is exceeded with probability < 1e-6.
+  EXPECT_LT(chi2, 161 + 6 * 18.0);
+  const double p_r = 2 * (1 - cdf(kZigR));  // 2.58e-4
+  EXPECT_NEAR(double(beyond_r), n * p_r, 6 * std::sqrt(n * p_r));
+  EXPECT_NEAR(double(negative), n / 2.0, 6 * std::sqrt(n / 4.0));
+  // The fast path accepts layer i's draw with probability X[i+1] / X[i] (99.57% on average).
+  double p_fast = 0;
+  for (int i = 0; i < kZigLayers; ++i) p_fast += kZigX[i + 1] / kZigX[i] / kZigLayers;
+  EXPECT_NEAR(double(fast), n * p_fast, 6 * std::sqrt(n * p_fast * (1 - p_fast)));
 }

@@ -8,6 +8,7 @@
 #include <condition_variable>
 #include <cstring>
 #include <exception>
+#include <functional>
 #include <limits>
 #include <map>
 #include <mutex>
@@ -99,6 +100,29 @@ tbb::task_arena& arena_for(int threads) {
   return *a;
 }
 
+// Ready tasks, smallest PlanTask::order first. Entries carry their order, so the heap never
+// reads the (large) tasks.
+class ReadySet {
+ public:
+  explicit ReadySet(const std::vector<PlanTask>& tasks) : tasks_(tasks) {}
+  void push(int t) {
+    heap_.push_back({tasks_[t].order, t});
+    std::push_heap(heap_.begin(), heap_.end(), std::greater<>());
+  }
+  int pop() {
+    std::pop_heap(heap_.begin(), heap_.end(), std::greater<>());
+    int t = heap_.back().second;
+    heap_.pop_back();
+    return t;
+  }
+  bool empty() const { return heap_.empty(); }
+  size_t size() const { return heap_.size(); }
+
+ private:
+  const std::vector<PlanTask>& tasks_;
+  std::vector<std::pair<int64_t, int>> heap_;
+};
+
 class Run {
  public:
   Run(const Plan& p, const std::vector<ParamValue>& params, Trace* trace, Progress* progress)
@@ -108,9 +132,16 @@ class Run {
         progress_(progress),
         data_(p.arrays.size()),
         readers_(new std::atomic<int>[p.arrays.size()]),
+        blocks_(static_cast<size_t>(p.blocked_blocks)),
+        block_readers_(new std::atomic<int>[p.blocked_blocks]),
         waits_(new std::atomic<int>[p.tasks.size()]),
+        ready_(p.tasks),
         partial_(p.partials.size(), nullptr) {
-    for (size_t a = 0; a < p.arrays.size(); ++a) readers_[a] = p.arrays[a].readers;
+    for (size_t a = 0; a < p.arrays.size(); ++a) {
+      readers_[a] = p.arrays[a].readers;
+      for (size_t b = 0; b < p.arrays[a].block_readers.size(); ++b)
+        block_readers_[p.arrays[a].block_offset + b] = p.arrays[a].block_readers[b];
+    }
     for (size_t t = 0; t < p.tasks.size(); ++t) waits_[t] = p.tasks[t].waits;
   }
 
@@ -120,49 +151,45 @@ class Run {
   }
 
   void run(int threads) {
-    std::vector<int> ready;
     for (size_t t = 0; t < p_.tasks.size(); ++t)
-      if (p_.tasks[t].waits == 0) ready.push_back(static_cast<int>(t));
+      if (p_.tasks[t].waits == 0) ready_.push(static_cast<int>(t));
     if (threads <= 1) {
-      while (!ready.empty()) {
-        int t = ready.back();
-        ready.pop_back();
+      while (!ready_.empty()) {
+        int t = ready_.pop();
         execute(t);
         for (int s : p_.tasks[t].next)
-          if (--waits_[s] == 0) ready.push_back(s);
+          if (--waits_[s] == 0) ready_.push(s);
       }
     } else if (kUseTbb) {
       arena_for(threads).execute([&] {
         tbb::task_group tg;
-        for (int t : ready) tg.run([this, &tg, t] { run_chain(tg, t); });
+        for (size_t k = ready_.size(); k > 0; --k) tg.run([this, &tg] { run_tasks(tg); });
         tg.wait();
       });
     } else {
-      run_on_std_threads(threads, std::move(ready));
+      run_on_std_threads(threads);
     }
     if (error_) std::rethrow_exception(error_);
   }
 
-  // The same scheduling on plain std::threads and one locked queue: used where oneTBB's
+  // The same scheduling on plain std::threads and a condition variable: used where oneTBB's
   // hand-offs cannot be checked (ThreadSanitizer builds), so the sanitizer sees every edge.
-  void run_on_std_threads(int threads, std::vector<int> ready) {
-    std::mutex mu;
+  void run_on_std_threads(int threads) {
     std::condition_variable cv;
     size_t left = p_.tasks.size();
     auto worker = [&] {
-      std::unique_lock<std::mutex> lock(mu);
+      std::unique_lock<std::mutex> lock(ready_mu_);
       while (true) {
-        cv.wait(lock, [&] { return !ready.empty() || left == 0; });
+        cv.wait(lock, [&] { return !ready_.empty() || left == 0; });
         if (left == 0) return;
-        int t = ready.back();
-        ready.pop_back();
+        int t = ready_.pop();
         lock.unlock();
         execute(t);
         std::vector<int> now_ready;
         for (int s : p_.tasks[t].next)
           if (--waits_[s] == 0) now_ready.push_back(s);
         lock.lock();
-        ready.insert(ready.end(), now_ready.begin(), now_ready.end());
+        for (int s : now_ready) ready_.push(s);
         --left;
         cv.notify_all();
       }
@@ -185,19 +212,28 @@ class Run {
   int64_t tasks_run() const { return tasks_run_.load(); }
 
  private:
-  // Runs t, then keeps going with one ready successor on this thread; spawns the others.
-  void run_chain(tbb::task_group& tg, int t) {
-    while (t >= 0) {
+  // One oneTBB task per ready task: takes the best ready task (not necessarily the one it was
+  // spawned for), runs it, and keeps going while its run makes tasks ready, spawning one more
+  // oneTBB task for each further task made ready.
+  void run_tasks(tbb::task_group& tg) {
+    int t;
+    {
+      std::lock_guard<std::mutex> lock(ready_mu_);
+      t = ready_.pop();
+    }
+    while (true) {
       execute(t);
-      int cont = -1;
-      for (int s : p_.tasks[t].next) {
-        if (--waits_[s] != 0) continue;
-        if (cont < 0)
-          cont = s;
-        else
-          tg.run([this, &tg, s] { run_chain(tg, s); });
+      thread_local std::vector<int> now_ready;
+      now_ready.clear();
+      for (int s : p_.tasks[t].next)
+        if (--waits_[s] == 0) now_ready.push_back(s);
+      if (now_ready.empty()) return;
+      {
+        std::lock_guard<std::mutex> lock(ready_mu_);
+        for (int s : now_ready) ready_.push(s);
+        t = ready_.pop();
       }
-      t = cont;
+      for (size_t k = 1; k < now_ready.size(); ++k) tg.run([this, &tg] { run_tasks(tg); });
     }
   }
 
@@ -245,6 +281,10 @@ class Run {
 
   void release_reader(int a) {
     if (--readers_[a] == 0 && p_.arrays[a].output < 0) data_[a].reset();
+  }
+  void release_block_reader(int a, int64_t block) {
+    int64_t slot = p_.arrays[a].block_offset + block;
+    if (--block_readers_[slot] == 0) blocks_[slot].reset();
   }
 
   static bool is_arg(ReduceFn fn) { return fn == ReduceFn::ArgMin || fn == ReduceFn::ArgMax; }
@@ -310,16 +350,22 @@ class Run {
     for (size_t l = 0; l < k.leaves.size(); ++l) {
       const LeafBinding& b = g.lowered.leaves[l];
       int at = k.leaf_base(static_cast<int>(l));
+      int a = g.leaf_arrays[l];
+      if (a >= 0 && p_.arrays[a].blocked) {  // one block of it, under the block's own map
+        const int64_t* br = g.block_read(task.block, l);  // block, base, strides
+        std::copy(br + 1, br + 2 + r, &I[at]);
+        P[k.leaves[l].pointer] =
+            br[0] >= 0 ? blocks_[p_.arrays[a].block_offset + br[0]].get() : nullptr;
+        continue;
+      }
       int64_t base = b.offset;
       for (int d = 0; d < r; ++d) {
         base += lo[d] * b.strides[d];
         I[at + 1 + d] = b.strides[d];
       }
       I[at] = base;
-      if (k.leaves[l].kind == kir::LeafKind::Memory) {
-        int a = g.leaf_arrays[l];
+      if (k.leaves[l].kind == kir::LeafKind::Memory)
         P[k.leaves[l].pointer] = a >= 0 ? data_[a].get() : const_cast<void*>(params_[b.slot].ptr);
-      }
     }
     for (size_t o = 0; o < k.outputs.size(); ++o) {
       int at = k.output_base(static_cast<int>(o));
@@ -337,6 +383,19 @@ class Run {
           bool red = (mask >> d) & 1u;
           I[at + 1 + d] = red ? 0 : s;
           if (!red) s *= ext[d];
+        }
+        I[at] = 0;
+      } else if (p_.arrays[g.output_arrays[o]].blocked) {  // this block's own buffer, C order
+        const PlanArray& arr = p_.arrays[g.output_arrays[o]];
+        int64_t elems = 1;
+        for (int d = 0; d < r; ++d) elems *= ext[d];
+        auto& buf = blocks_[arr.block_offset + task.block];
+        buf = host_buffer(static_cast<size_t>(elems) * dtype_size(arr.dtype));
+        P[k.output_pointer(o)] = buf.get();
+        int64_t s = 1;
+        for (int d = r - 1; d >= 0; --d) {
+          I[at + 1 + d] = s;
+          s *= ext[d];
         }
         I[at] = 0;
       } else {
@@ -358,8 +417,20 @@ class Run {
       I[k.param_base() + q] = v.i;
     }
     g.fn(I.data(), F.data(), P.data());
-    for (size_t l = 0; l < k.leaves.size(); ++l)
-      if (g.leaf_arrays[l] >= 0) release_reader(g.leaf_arrays[l]);
+    for (size_t l = 0; l < k.leaves.size(); ++l) {
+      int a = g.leaf_arrays[l];
+      if (a < 0) continue;
+      if (!p_.arrays[a].blocked)
+        release_reader(a);
+      else if (int64_t b = g.block_read(task.block, l)[0]; b >= 0)
+        release_block_reader(a, b);
+    }
+    for (size_t o = 0; o < k.outputs.size(); ++o) {  // blocks nobody reads (sliced away)
+      if (k.outputs[o].reduce) continue;
+      const PlanArray& arr = p_.arrays[g.output_arrays[o]];
+      if (arr.blocked && arr.block_readers[task.block] == 0)
+        blocks_[arr.block_offset + task.block].reset();
+    }
     int64_t elems = 1, bytes = 0;
     for (int d = 0; d < r; ++d) elems *= ext[d];
     for (size_t o = 0; o < k.outputs.size(); ++o)
@@ -484,7 +555,11 @@ class Run {
   std::vector<std::shared_ptr<void>> data_;
   std::mutex alloc_mu_;
   std::unique_ptr<std::atomic<int>[]> readers_;
+  std::vector<std::shared_ptr<void>> blocks_;  // blocked arrays' blocks (PlanArray::block_offset)
+  std::unique_ptr<std::atomic<int>[]> block_readers_;
   std::unique_ptr<std::atomic<int>[]> waits_;
+  std::mutex ready_mu_;  // guards ready_ when several threads run
+  ReadySet ready_;
   std::vector<void*> partial_;
   std::atomic<bool> failed_{false};
   std::atomic<int64_t> tasks_run_{0};

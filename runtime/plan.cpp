@@ -1,8 +1,11 @@
 #include "runtime/plan.hpp"
 
+#include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <iostream>
 #include <map>
+#include <optional>
 #include <ostream>
 #include <unordered_map>
 
@@ -19,6 +22,152 @@ int64_t grid_blocks(const Chunks& c) {
   for (const auto& d : c) n *= static_cast<int64_t>(d.size());
   return n;
 }
+
+// A leaf's flat index map over its reader's domain, offset + sum_d i_d * strides[d], seen as
+// coordinates in the array it reads: coordinate k = off[k] + sum over reader dims d with
+// dim_of[d] == k of step[d] * i_d. Exists for slices, transposes, broadcasts and integer indices
+// of the array (each reader dim moves along at most one array dim); nullopt otherwise.
+struct Coords {
+  std::vector<int64_t> off;
+  std::vector<int> dim_of;  // -1: the reader dim does not move (stride 0)
+  std::vector<int64_t> step;
+};
+
+std::optional<Coords> array_coords(const Shape& shape, int64_t offset,
+                                   const std::vector<int64_t>& strides) {
+  const int64_t total = num_elements(shape);
+  if (total <= 0 || offset < 0 || offset >= total) return std::nullopt;
+  Shape cs = c_strides(shape);
+  Coords c;
+  for (size_t k = 0; k < shape.size(); ++k) c.off.push_back((offset / cs[k]) % shape[k]);
+  for (int64_t s : strides) {
+    int dim = -1;
+    int64_t step = 0;
+    for (size_t k = 0; k < shape.size() && s != 0; ++k) {
+      if (shape[k] > 1 && s % cs[k] == 0 && std::abs(s / cs[k]) < shape[k]) {
+        dim = static_cast<int>(k);
+        step = s / cs[k];
+        break;
+      }
+    }
+    if (s != 0 && dim < 0) return std::nullopt;
+    c.dim_of.push_back(dim);
+    c.step.push_back(step);
+  }
+  return c;
+}
+
+// The block of the producer's grid that holds everything a reader block reads, with the map
+// local to it (C order within the block); nullopt when the reader block spans several blocks.
+std::optional<BlockRead> read_in_block(const PlanGroup& producer, const Shape& shape,
+                                       const Coords& c, const int64_t* lo, const int64_t* ext,
+                                       int rank) {
+  BlockRead br;
+  for (int d = 0; d < rank; ++d)
+    if (ext[d] == 0) return br;  // an empty block reads nothing
+  const size_t n = shape.size();
+  std::vector<int64_t> first(c.off), low(c.off), high(c.off);
+  for (int d = 0; d < rank; ++d) {
+    int k = c.dim_of[d];
+    if (k < 0) continue;
+    int64_t a = c.step[d] * lo[d], b = c.step[d] * (lo[d] + ext[d] - 1);
+    first[k] += a;
+    low[k] += std::min(a, b);
+    high[k] += std::max(a, b);
+  }
+  std::vector<int64_t> bstart(n), bext(n);
+  int64_t block = 0;
+  for (size_t k = 0; k < n; ++k) {
+    if (low[k] < 0 || high[k] >= shape[k]) return std::nullopt;
+    const auto& starts = producer.starts[k];
+    size_t q = static_cast<size_t>(std::upper_bound(starts.begin(), starts.end(), low[k]) -
+                                   starts.begin()) -
+               1;
+    bstart[k] = starts[q];
+    bext[k] = producer.chunks[k][q];
+    if (high[k] >= bstart[k] + bext[k]) return std::nullopt;
+    block = block * static_cast<int64_t>(starts.size()) + static_cast<int64_t>(q);
+  }
+  Shape bcs = c_strides(bext);
+  br.block = block;
+  for (size_t k = 0; k < n; ++k) br.base += (first[k] - bstart[k]) * bcs[k];
+  for (int d = 0; d < rank; ++d)
+    br.strides.push_back(c.dim_of[d] < 0 ? 0 : c.step[d] * bcs[c.dim_of[d]]);
+  return br;
+}
+
+// Decides which arrays are blocked (PlanArray::blocked) and fills every reader's block reads.
+void plan_blocked_arrays(Plan& p) {
+  std::vector<int> writer(p.arrays.size(), -1), writes(p.arrays.size(), 0);
+  for (size_t gi = 0; gi < p.groups.size(); ++gi) {
+    const PlanGroup& g = p.groups[gi];
+    for (size_t o = 0; o < g.output_arrays.size(); ++o) {
+      if (g.lowered.kernel.outputs[o].reduce) continue;
+      int a = g.output_arrays[o];
+      const OutputBinding& ob = g.lowered.outputs[o];
+      bool whole = ob.offset == 0 && g.domain == p.arrays[a].shape;
+      ++writes[a];
+      writer[a] = whole ? static_cast<int>(gi) : -1;
+    }
+  }
+  for (const PlanReduce& r : p.reduces) ++writes[r.array];
+  for (size_t a = 0; a < p.arrays.size(); ++a) {
+    PlanArray& arr = p.arrays[a];
+    if (arr.output >= 0 || writes[a] != 1 || writer[a] < 0 || arr.node->op == Op::Concat ||
+        num_elements(arr.shape) == 0)
+      continue;
+    const PlanGroup& producer = p.groups[writer[a]];
+    // Every read of every reader block must fall within one block.
+    std::vector<std::pair<int, int>> reads;  // (group, leaf)
+    for (size_t gi = 0; gi < p.groups.size(); ++gi)
+      for (size_t l = 0; l < p.groups[gi].leaf_arrays.size(); ++l)
+        if (p.groups[gi].leaf_arrays[l] == static_cast<int>(a)) reads.push_back({int(gi), int(l)});
+    std::vector<std::vector<std::optional<BlockRead>>> found(reads.size());
+    bool ok = true;
+    for (size_t q = 0; q < reads.size() && ok; ++q) {
+      const PlanGroup& g = p.groups[reads[q].first];
+      const LeafBinding& b = g.lowered.leaves[reads[q].second];
+      const kir::Leaf& leaf = g.lowered.kernel.leaves[reads[q].second];
+      auto c = array_coords(arr.shape, b.offset, b.strides);
+      if (!c) {
+        ok = false;
+        break;
+      }
+      int rank = static_cast<int>(g.domain.size());
+      for (int64_t blk = 0; blk < g.blocks && ok; ++blk) {
+        int64_t lo[32], ext[32];
+        p.block_box(g, blk, lo, ext);
+        auto br = read_in_block(producer, arr.shape, *c, lo, ext, rank);
+        // The kernel was compiled for its leaf's innermost stride when that is 0 or 1.
+        ok = br && (br->block < 0 || rank == 0 || leaf.inner_stride < 0 ||
+                    br->strides[rank - 1] == leaf.inner_stride);
+        found[q].push_back(std::move(br));
+      }
+    }
+    if (!ok) continue;
+    arr.blocked = true;
+    arr.producer = writer[a];
+    arr.block_offset = p.blocked_blocks;
+    arr.block_readers.assign(producer.blocks, 0);
+    p.blocked_blocks += producer.blocks;
+    arr.readers = 0;
+    for (size_t q = 0; q < reads.size(); ++q) {
+      PlanGroup& g = p.groups[reads[q].first];
+      size_t width = 2 + g.domain.size();
+      if (g.block_reads.empty())
+        g.block_reads.assign(static_cast<size_t>(g.blocks) * g.leaf_arrays.size() * width, 0);
+      for (int64_t blk = 0; blk < g.blocks; ++blk) {
+        const BlockRead& br = *found[q][blk];
+        int64_t* at = g.block_reads.data() + g.block_read_at(blk, reads[q].second);
+        at[0] = br.block;
+        at[1] = br.base;
+        std::copy(br.strides.begin(), br.strides.end(), at + 2);
+        if (br.block >= 0) ++arr.block_readers[br.block];
+      }
+    }
+  }
+}
+
 }  // namespace
 
 void Plan::block_box(const PlanGroup& g, int64_t block, int64_t* lo, int64_t* ext) const {
@@ -118,6 +267,7 @@ std::unique_ptr<Plan> build_plan(FusedGraph fused, std::ostream* kernel_dump) {
     p.groups.push_back(std::move(g));
   }
   p.compile_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  plan_blocked_arrays(p);
 
   // Tasks: Start_g -> Kernel tasks -> combine trees -> End_g; Start_g waits for End of deps.
   auto add_task = [&](PlanTask t) {
@@ -128,14 +278,30 @@ std::unique_ptr<Plan> build_plan(FusedGraph fused, std::ostream* kernel_dump) {
     p.tasks[from].next.push_back(to);
     ++p.tasks[to].waits;
   };
+  auto writes = [&](int gi, int a) {  // group gi stores or reduces into array a
+    const PlanGroup& g = p.groups[gi];
+    for (size_t o = 0; o < g.output_arrays.size(); ++o) {
+      bool reduce = g.lowered.kernel.outputs[o].reduce;
+      if ((reduce ? p.reduces[g.output_arrays[o]].array : g.output_arrays[o]) == a) return true;
+    }
+    return false;
+  };
   std::vector<int> end_of(p.groups.size());
+  std::vector<std::vector<int>> kernel_task_of(p.groups.size());
   p.partial_of.resize(p.groups.size());
   for (size_t gi = 0; gi < p.groups.size(); ++gi) {
     PlanGroup& g = p.groups[gi];
     PlanTask st{TaskKind::Start};
     st.group = static_cast<int>(gi);
     int start = add_task(st);
-    for (int d : f.groups[gi].deps) edge(end_of[d], start);
+    // A group waits for the whole of a group it reads from, unless everything it reads from it
+    // is blocked: then each of its blocks waits for the blocks it reads (below).
+    for (int d : f.groups[gi].deps) {
+      int blocked = 0, whole = 0;
+      for (int a : g.leaf_arrays)
+        if (a >= 0 && writes(d, a)) ++(p.arrays[a].blocked ? blocked : whole);
+      if (whole > 0 || blocked == 0) edge(end_of[d], start);
+    }
     PlanTask et{TaskKind::End};
     et.group = static_cast<int>(gi);
     std::vector<int> kernel_tasks;
@@ -150,11 +316,18 @@ std::unique_ptr<Plan> build_plan(FusedGraph fused, std::ostream* kernel_dump) {
       int t = add_task(kt);
       edge(start, t);
       kernel_tasks.push_back(t);
+      if (!g.block_reads.empty())
+        for (size_t l = 0; l < g.leaf_arrays.size(); ++l) {
+          int a = g.leaf_arrays[l];
+          if (a >= 0 && p.arrays[a].blocked && g.block_read(b, l)[0] >= 0)
+            edge(kernel_task_of[p.arrays[a].producer][g.block_read(b, l)[0]], t);
+        }
       for (int r : reduce_ids) {
         p.partial_of[gi][b].push_back(static_cast<int>(p.partials.size()));
         p.partials.push_back({r, b});
       }
     }
+    kernel_task_of[gi] = kernel_tasks;
     p.work_tasks += g.blocks;
     int end = add_task(et);
     for (int t : kernel_tasks) edge(t, end);
@@ -209,6 +382,25 @@ std::unique_ptr<Plan> build_plan(FusedGraph fused, std::ostream* kernel_dump) {
       }
     }
     end_of[gi] = end;
+  }
+  // Run order among ready tasks (PlanTask::order); tasks were added after their predecessors.
+  const auto groups = static_cast<int64_t>(p.groups.size());
+  std::vector<int64_t> after(p.tasks.size(), -1);  // the largest order of a predecessor
+  for (size_t t = 0; t < p.tasks.size(); ++t) {
+    PlanTask& task = p.tasks[t];
+    switch (task.kind) {
+      case TaskKind::Start:
+        task.order = -1;
+        break;
+      case TaskKind::Kernel:
+        task.order = task.block * groups + task.group;
+        break;
+      case TaskKind::Combine:
+      case TaskKind::End:
+        task.order = after[t];
+        break;
+    }
+    for (int s : task.next) after[s] = std::max(after[s], task.order);
   }
   return plan;
 }

@@ -19,7 +19,24 @@ struct PlanArray {
   Shape shape;
   size_t bytes = 0;
   int output = -1;  // index among compute()'s outputs (first one), or -1
-  int readers = 0;  // kernel tasks that read it
+  int readers = 0;  // kernel tasks that read it (whole arrays)
+  // Blocked arrays live as one buffer per block of the group that writes them, each allocated by
+  // its kernel task and freed after its last reader: intermediates that are not outputs, written
+  // by one store output over their whole shape, and read by every reader block within a single
+  // block (element-wise chains, slices and transposes over matching chunks). Their readers
+  // depend on the blocks they read, not on the whole group. Other arrays are one buffer.
+  bool blocked = false;
+  int producer = -1;               // blocked: the group that writes it
+  int64_t block_offset = 0;        // blocked: its first block's slot in the run's block tables
+  std::vector<int> block_readers;  // blocked: per block, the kernel tasks that read it
+};
+
+// Where a kernel block reads a blocked array: one block of it, under a map local to that block
+// (built by the plan, stored flat in PlanGroup::block_reads).
+struct BlockRead {
+  int64_t block = -1;  // -1: the reader block is empty and reads nothing
+  int64_t base = 0;
+  std::vector<int64_t> strides;
 };
 
 struct PlanReduce {  // one reduction output of a group
@@ -40,6 +57,16 @@ struct PlanGroup {
   int64_t blocks = 1;
   std::vector<int> leaf_arrays;    // per kernel leaf: PlanArray index, or -1 (parameter)
   std::vector<int> output_arrays;  // per output: PlanArray index (stores) / PlanReduce (reduces)
+  // Per block, per leaf reading a blocked array: the block it reads, the base and the strides
+  // (rank of them), flat: entry (block, leaf) at block_read(block, leaf). Empty when no leaf
+  // reads a blocked array.
+  std::vector<int64_t> block_reads;
+  const int64_t* block_read(int64_t block, size_t leaf) const {
+    return block_reads.data() + block_read_at(block, leaf);
+  }
+  size_t block_read_at(int64_t block, size_t leaf) const {
+    return (static_cast<size_t>(block) * leaf_arrays.size() + leaf) * (2 + domain.size());
+  }
   double compile_start_s = 0, compile_s = 0;  // when (from the plan build's start) and how long
 };
 
@@ -56,6 +83,11 @@ struct PlanTask {
   int64_t final_block = 0;       // Combine to final: the block whose region it writes
   std::vector<int> next;         // tasks that wait for this one
   int waits = 0;                 // tasks this one waits for
+  // Among ready tasks, the executor runs the smallest first: kernel tasks block by block across
+  // groups (block b of every group before block b + 1 of any), so a chain of groups over blocked
+  // arrays streams each block through and frees it; Start first, Combine and End as soon as
+  // they are ready.
+  int64_t order = 0;
 };
 
 struct Plan {
@@ -69,8 +101,8 @@ struct Plan {
   // partial_of[group][block][reduce output k].
   std::vector<std::pair<int, int64_t>> partials;
   std::vector<std::vector<std::vector<int>>> partial_of;
-  std::vector<int> arrays_started_by;  // per array: the group whose Start task allocates it
-  int64_t work_tasks = 0;              // Kernel + Combine tasks
+  int64_t blocked_blocks = 0;  // blocks of all blocked arrays (PlanArray::block_offset)
+  int64_t work_tasks = 0;      // Kernel + Combine tasks
   double compile_seconds = 0;
   std::string summary;  // fusion summary for --emit-ir
 

@@ -58,6 +58,42 @@ TEST(Execute, IntermediatesAreFreedAndPeakIsBounded) {
   EXPECT_LT(s.last_peak_bytes, 1 << 20);  // the 32 MB array is never held
 }
 
+// Unfused, every op is its own group and its result an intermediate array. Those read block by
+// block (element-wise ops, slices, transposes over square chunks, broadcasts) are stored per
+// block and freed at each block's last reader, and the executor runs block by block across
+// groups: the peak stays a few blocks (500 KB each) where whole arrays are 32 MB each.
+TEST(Execute, UnfusedChainsStreamBlockByBlock) {
+  auto build = [](const Shape& chunks, bool transpose) {
+    random::Generator rng(21);
+    Array x = rng.normal(0, 1, {2000, 2000}, chunks);
+    Array row = rng.uniform(0, 1, {1, 2000}, {1, chunks[1]});
+    Array y = ((x + 1) * 2 - x) + row;  // element-wise and a broadcast
+    // A transpose of a materialized array: block (i, j) reads block (j, i), so about half of
+    // y's blocks wait for their partner.
+    Array z = transpose ? (y * 0.5).transpose() + y : y * 0.5 + y;
+    Array w = z.slice({{0, {}, 2}, {{}, {}, -1}});  // a strided, reversed slice
+    return std::vector<Array>{w.sum(), w.argmax(), z.slice({{0, 500}, {0, 500}}).sum()};
+  };
+  ComputeOptions fused, one, two;
+  one.fuse = two.fuse = false;
+  one.threads = 1;
+  two.threads = 2;
+  for (bool transpose : {false, true}) {
+    auto want = compute(build({250, 250}, transpose), fused);
+    auto got1 = compute(build({250, 250}, transpose), one);
+    EXPECT_LT(stats().last_peak_bytes, (transpose ? 24 : 6) << 20) << transpose;
+    auto got2 = compute(build({250, 250}, transpose), two);
+    EXPECT_LT(stats().last_peak_bytes, (transpose ? 32 : 8) << 20) << transpose;
+    // Non-square chunks: a transposed block spans several blocks, so y * 0.5 stays one array.
+    auto rect = compute(build({250, 400}, transpose), one);
+    for (const auto& got : {got1, got2, rect}) {
+      EXPECT_NEAR(got[0].item<double>(), want[0].item<double>(), 1e-6) << transpose;
+      EXPECT_EQ(got[1].item<int64_t>(), want[1].item<int64_t>()) << transpose;
+      EXPECT_NEAR(got[2].item<double>(), want[2].item<double>(), 1e-6) << transpose;
+    }
+  }
+}
+
 TEST(Execute, LargeLogicalArrayReducesInBoundedMemory) {
   // 8 GiB logical (float64), never materialized.
   random::Generator rng(3);

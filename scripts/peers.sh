@@ -9,7 +9,8 @@
 # (JAX is then reported as skipped, and Numba too unless python3-numba is installed).
 # PEERS_BASE_PYTHON (default python3) is the interpreter the venv is made from. Extra arguments
 # go to bench/peers/seeds_peers.py (--help); without --jsonl FILE the JSON lines are also
-# written to build/peers/peers-DATE-TIME.jsonl.
+# written to build/peers/peers-DATE-TIME.jsonl. `peers.sh --overhead-table [options]` runs
+# bench/peers/overhead_table.py (the scheduling-overhead study) instead.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh peers
@@ -35,6 +36,11 @@ if [ -z "$python" ]; then
 fi
 
 cmake --preset release >/dev/null
+if [ "${1:-}" = "--overhead-table" ]; then  # the scheduling-overhead study instead
+  shift
+  cmake --build --preset release --target kiln_cli kiln_bench
+  exec "$python" bench/peers/overhead_table.py build/release/kiln "$@"
+fi
 cmake --build --preset release --target kiln_cli
 # The JSON lines also go to a file under build/peers/ unless --jsonl is given.
 jsonl=()

@@ -1,0 +1,121 @@
+#!/usr/bin/python3
+"""Scheduling overhead, Kiln vs Dask: one table per run, every figure measured here.
+
+    bench/peers/.venv/bin/python bench/peers/overhead_table.py build/release/kiln [options]
+    /usr/bin/python3 bench/peers/overhead_table.py build/release/kiln [options]
+
+(`bash scripts/peers.sh --overhead-table` runs it in the peers' venv.)
+
+For each seed workload at the peers table's sizes: Kiln's tasks and wall time fused and with
+--no-fuse (`kiln run W --json`, median of --repeat computes, compile excluded), and Dask's
+threaded scheduler on the same expression (tasks in the optimized graph, median wall of --rounds
+runs). Then the cost of a task itself: Kiln's scheduler overhead per task from the Google
+Benchmark suite (`kiln_bench --benchmark_filter=BM_EmptyTasks --benchmark_format=json`: tasks
+whose kernels do nothing) and Dask's, measured the same way as in seeds_peers.py (da.ones((n,),
+chunks=1) + 1, .sum(): wall time per task of the optimized graph).
+
+Output: markdown tables on stdout, then one JSON object per line (kinds: workload, kiln_overhead,
+dask_overhead).
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import seeds_peers as sp  # noqa: E402  (also clears the OpenBLAS variables for the peers)
+
+
+def parse_args():
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("kiln", nargs="?", default="build/release/kiln")
+    p.add_argument("--bench", default=None,
+                   help="kiln_bench binary (default: next to the kiln binary)")
+    p.add_argument("--workloads", default=",".join(sp.WORKLOADS))
+    p.add_argument("--repeat", type=int, default=3, help="computes per kiln run (median)")
+    p.add_argument("--rounds", type=int, default=3, help="Dask runs per workload (median)")
+    p.add_argument("--overhead-tasks", type=int, default=5000)
+    p.add_argument("--random-sum-size", type=int, default=20000)
+    p.add_argument("--random-sum-chunk", type=int, default=2000)
+    p.add_argument("--trig-size", type=int, default=10000)
+    p.add_argument("--trig-chunk", type=int, default=2000)
+    p.add_argument("--diamond-size", type=int, default=10000)
+    p.add_argument("--diamond-chunk", type=int, default=2000)
+    return p.parse_args()
+
+
+def kiln_json(args, w, n, c, fuse):
+    cmd = [args.kiln, "run", w, "--json", "--quiet", "--repeat", str(args.repeat),
+           "--size", str(n), "--chunk", str(c)] + ([] if fuse else ["--no-fuse"])
+    p = subprocess.run(cmd, capture_output=True, text=True, check=True, env=sp.KILN_ENV)
+    return json.loads([ln for ln in p.stdout.splitlines() if ln.startswith("{")][-1])
+
+
+def dask_workload(args, w, n, c):
+    import dask
+    outs = sp.dask_graph(w, n, c)
+    graph = {}  # the union of the optimized outputs' graphs: the tasks one compute runs
+    for o in dask.optimize(*outs):
+        graph.update(dict(o.__dask_graph__()))
+    tasks = len(graph)
+    times = []
+    for _ in range(args.rounds):
+        t0 = time.perf_counter()
+        dask.compute(*outs, scheduler="threads")
+        times.append(time.perf_counter() - t0)
+    return {"tasks": tasks, "seconds": statistics.median(times)}
+
+
+def kiln_overhead(args):
+    bench = args.bench or os.path.join(os.path.dirname(args.kiln), "kiln_bench")
+    cmd = [bench, "--benchmark_filter=BM_EmptyTasks", "--benchmark_format=json",
+           "--benchmark_min_time=0.2"]
+    p = subprocess.run(cmd, capture_output=True, text=True, check=True, env=sp.KILN_ENV)
+    rows = []
+    for b in json.loads(p.stdout)["benchmarks"]:
+        rows.append({"kind": "kiln_overhead", "name": b["name"], "tasks": b["tasks"],
+                     "ns_per_task": b["ns_per_task"]})
+    return rows
+
+
+def main():
+    args = parse_args()
+    lines = []
+    print("| workload | N / C | Kiln fused: tasks, s | Kiln unfused: tasks, s | "
+          "Dask threads: tasks, s | Dask s / Kiln fused s |")
+    print("| --- | --- | ---: | ---: | ---: | ---: |")
+    for w in args.workloads.split(","):
+        n, c = sp.sizes(args, w)
+        print(f"overhead: {w} N={n} C={c}", file=sys.stderr)
+        fused = kiln_json(args, w, n, c, True)
+        unfused = kiln_json(args, w, n, c, False)
+        d = dask_workload(args, w, n, c)
+        row = {"kind": "workload", "workload": w, "n": n, "c": c,
+               "kiln_fused": {k: fused[k] for k in ("tasks", "seconds", "peak_bytes")},
+               "kiln_unfused": {k: unfused[k] for k in ("tasks", "seconds", "peak_bytes")},
+               "dask_threads": d}
+        lines.append(row)
+        print(f"| {w} | {n} / {c} | {fused['tasks']}, {fused['seconds']:.3f} | "
+              f"{unfused['tasks']}, {unfused['seconds']:.3f} | {d['tasks']}, {d['seconds']:.3f} | "
+              f"{d['seconds'] / fused['seconds']:.1f}x |")
+    print()
+    kiln = kiln_overhead(args)
+    dask = sp.dask_overhead(args.overhead_tasks)
+    lines += kiln + dask
+    print("| scheduler | benchmark | tasks | per task |")
+    print("| --- | --- | ---: | ---: |")
+    for r in kiln:
+        print(f"| Kiln | {r['name']} | {r['tasks']:.0f} | {r['ns_per_task'] / 1000:.3f} µs |")
+    for r in dask:
+        print(f"| Dask {r['scheduler']} | ones({r['n']}, chunks=1) + 1, sum | {r['tasks']} | "
+              f"{r['us_per_task']:.1f} µs |")
+    print()
+    for ln in lines:
+        print(json.dumps(ln))
+
+
+if __name__ == "__main__":
+    main()

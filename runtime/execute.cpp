@@ -100,17 +100,18 @@ tbb::task_arena& arena_for(int threads) {
   return *a;
 }
 
-// Ready tasks, smallest PlanTask::order first. Entries carry their order, so the heap never
-// reads the (large) tasks.
+// Ready tasks. Ordered (plans with blocked arrays): smallest PlanTask::order first, entries
+// carrying their order so the heap never reads the (large) tasks. Otherwise last in, first out:
+// nothing streams, and a stack is cheaper.
 class ReadySet {
  public:
-  explicit ReadySet(const std::vector<PlanTask>& tasks) : tasks_(tasks) {}
+  ReadySet(const std::vector<PlanTask>& tasks, bool ordered) : tasks_(tasks), ordered_(ordered) {}
   void push(int t) {
     heap_.push_back({tasks_[t].order, t});
-    std::push_heap(heap_.begin(), heap_.end(), std::greater<>());
+    if (ordered_) std::push_heap(heap_.begin(), heap_.end(), std::greater<>());
   }
   int pop() {
-    std::pop_heap(heap_.begin(), heap_.end(), std::greater<>());
+    if (ordered_) std::pop_heap(heap_.begin(), heap_.end(), std::greater<>());
     int t = heap_.back().second;
     heap_.pop_back();
     return t;
@@ -120,6 +121,7 @@ class ReadySet {
 
  private:
   const std::vector<PlanTask>& tasks_;
+  bool ordered_;
   std::vector<std::pair<int64_t, int>> heap_;
 };
 
@@ -135,7 +137,7 @@ class Run {
         blocks_(static_cast<size_t>(p.blocked_blocks)),
         block_readers_(new std::atomic<int>[p.blocked_blocks]),
         waits_(new std::atomic<int>[p.tasks.size()]),
-        ready_(p.tasks),
+        ready_(p.tasks, p.streams),
         partial_(p.partials.size(), nullptr) {
     for (size_t a = 0; a < p.arrays.size(); ++a) {
       readers_[a] = p.arrays[a].readers;
@@ -160,6 +162,15 @@ class Run {
         for (int s : p_.tasks[t].next)
           if (--waits_[s] == 0) ready_.push(s);
       }
+    } else if (kUseTbb && !p_.streams) {
+      arena_for(threads).execute([&] {
+        tbb::task_group tg;
+        while (!ready_.empty()) {
+          int t = ready_.pop();
+          tg.run([this, &tg, t] { run_chain(tg, t); });
+        }
+        tg.wait();
+      });
     } else if (kUseTbb) {
       arena_for(threads).execute([&] {
         tbb::task_group tg;
@@ -212,9 +223,26 @@ class Run {
   int64_t tasks_run() const { return tasks_run_.load(); }
 
  private:
-  // One oneTBB task per ready task: takes the best ready task (not necessarily the one it was
-  // spawned for), runs it, and keeps going while its run makes tasks ready, spawning one more
-  // oneTBB task for each further task made ready.
+  // Plans that do not stream: runs t, then keeps going with one ready successor on this thread
+  // and spawns the others (oneTBB's own deques, no shared ready set).
+  void run_chain(tbb::task_group& tg, int t) {
+    while (t >= 0) {
+      execute(t);
+      int cont = -1;
+      for (int s : p_.tasks[t].next) {
+        if (--waits_[s] != 0) continue;
+        if (cont < 0)
+          cont = s;
+        else
+          tg.run([this, &tg, s] { run_chain(tg, s); });
+      }
+      t = cont;
+    }
+  }
+
+  // Plans that stream: one oneTBB task per ready task, which takes the best ready task (not
+  // necessarily the one it was spawned for), runs it, and keeps going while its run makes tasks
+  // ready, spawning one more oneTBB task for each further task made ready.
   void run_tasks(tbb::task_group& tg) {
     int t;
     {

@@ -150,6 +150,7 @@ void plan_blocked_arrays(Plan& p) {
     arr.block_offset = p.blocked_blocks;
     arr.block_readers.assign(producer.blocks, 0);
     p.blocked_blocks += producer.blocks;
+    p.streams = true;
     arr.readers = 0;
     for (size_t q = 0; q < reads.size(); ++q) {
       PlanGroup& g = p.groups[reads[q].first];

@@ -83,10 +83,10 @@ struct PlanTask {
   int64_t final_block = 0;       // Combine to final: the block whose region it writes
   std::vector<int> next;         // tasks that wait for this one
   int waits = 0;                 // tasks this one waits for
-  // Among ready tasks, the executor runs the smallest first: kernel tasks block by block across
-  // groups (block b of every group before block b + 1 of any), so a chain of groups over blocked
-  // arrays streams each block through and frees it; Start first, Combine and End as soon as
-  // they are ready.
+  // In plans that stream (Plan::streams), the executor runs the smallest ready first: kernel
+  // tasks block by block across groups (block b of every group before block b + 1 of any), so a
+  // chain of groups over blocked arrays streams each block through and frees it; Start first,
+  // Combine and End as soon as they are ready.
   int64_t order = 0;
 };
 
@@ -102,6 +102,7 @@ struct Plan {
   std::vector<std::pair<int, int64_t>> partials;
   std::vector<std::vector<std::vector<int>>> partial_of;
   int64_t blocked_blocks = 0;  // blocks of all blocked arrays (PlanArray::block_offset)
+  bool streams = false;        // some array is blocked: run ready tasks in PlanTask::order
   int64_t work_tasks = 0;      // Kernel + Combine tasks
   double compile_seconds = 0;
   std::string summary;  // fusion summary for --emit-ir

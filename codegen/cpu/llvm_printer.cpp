@@ -180,7 +180,8 @@ class Printer {
           if (acc_idx_[o])
             llvm::cast<llvm::PHINode>(acc_idx_[o])->addIncoming(acc_idx_next_[o], latch);
         }
-    b_.CreateBr(head);
+    auto* back = b_.CreateBr(head);
+    if (inner) set_loop_hints(back, body_hints());
     b_.SetInsertPoint(exit);
     if (inner) finish_inner_reductions();
   }
@@ -248,27 +249,30 @@ class Printer {
         init.push_back(tile_acc[o]);
         if (tile_idx[o]) init.push_back(tile_idx[o]);
       }
-    std::vector<Value*> fin = simple_loop("eval", m, init, [&](Value* j, std::vector<Value*> cur) {
-      idx_[d] = b_.CreateAdd(i0, j);
-      tile_j_ = j;
-      acc_.assign(k_.outputs.size(), nullptr);
-      acc_idx_.assign(k_.outputs.size(), nullptr);
-      size_t at = 0;
-      for (size_t o = 0; o < k_.outputs.size(); ++o)
-        if (tile_acc[o]) {
-          acc_[o] = cur[at++];
-          if (tile_idx[o]) acc_idx_[o] = cur[at++];
-        }
-      body();
-      tile_j_ = nullptr;
-      std::vector<Value*> next;
-      for (size_t o = 0; o < k_.outputs.size(); ++o)
-        if (tile_acc[o]) {
-          next.push_back(acc_next_[o]);
-          if (tile_idx[o]) next.push_back(acc_idx_next_[o]);
-        }
-      return next;
-    });
+    std::vector<Value*> fin = simple_loop(
+        "eval", m, init,
+        [&](Value* j, std::vector<Value*> cur) {
+          idx_[d] = b_.CreateAdd(i0, j);
+          tile_j_ = j;
+          acc_.assign(k_.outputs.size(), nullptr);
+          acc_idx_.assign(k_.outputs.size(), nullptr);
+          size_t at = 0;
+          for (size_t o = 0; o < k_.outputs.size(); ++o)
+            if (tile_acc[o]) {
+              acc_[o] = cur[at++];
+              if (tile_idx[o]) acc_idx_[o] = cur[at++];
+            }
+          body();
+          tile_j_ = nullptr;
+          std::vector<Value*> next;
+          for (size_t o = 0; o < k_.outputs.size(); ++o)
+            if (tile_acc[o]) {
+              next.push_back(acc_next_[o]);
+              if (tile_idx[o]) next.push_back(acc_idx_next_[o]);
+            }
+          return next;
+        },
+        body_hints());
     auto* latch = b_.GetInsertBlock();
     i0->addIncoming(b_.CreateAdd(i0, b_.getInt64(kTile), "", true, true), latch);
     size_t at = 0;
@@ -316,19 +320,31 @@ class Printer {
     j->addIncoming(b_.CreateAdd(j, b_.getInt64(1), "", true, true), latch);
     for (size_t k = 0; k < cur.size(); ++k)
       llvm::cast<llvm::PHINode>(cur[k])->addIncoming(next[k], latch);
-    auto* br = b_.CreateBr(head);
-    if (!hints.empty()) {
-      std::vector<llvm::Metadata*> ops{nullptr};
-      for (auto& [key, value] : hints)
-        ops.push_back(llvm::MDNode::get(
-            ctx_, {llvm::MDString::get(ctx_, key),
-                   llvm::ConstantAsMetadata::get(b_.getInt32(static_cast<uint32_t>(value)))}));
-      auto* md = llvm::MDNode::getDistinct(ctx_, ops);
-      md->replaceOperandWith(0, md);
-      br->setMetadata(llvm::LLVMContext::MD_loop, md);
-    }
+    set_loop_hints(b_.CreateBr(head), hints);
     b_.SetInsertPoint(exit);
     return cur;
+  }
+
+  // Attaches loop metadata (name -> i32 value) to a loop's back edge.
+  void set_loop_hints(llvm::Instruction* latch_br,
+                      const std::vector<std::pair<const char*, int>>& hints) {
+    if (hints.empty()) return;
+    std::vector<llvm::Metadata*> ops{nullptr};
+    for (auto& [key, value] : hints)
+      ops.push_back(llvm::MDNode::get(
+          ctx_, {llvm::MDString::get(ctx_, key),
+                 llvm::ConstantAsMetadata::get(b_.getInt32(static_cast<uint32_t>(value)))}));
+    auto* md = llvm::MDNode::getDistinct(ctx_, ops);
+    md->replaceOperandWith(0, md);
+    latch_br->setMetadata(llvm::LLVMContext::MD_loop, md);
+  }
+
+  // Innermost loops over the body: 4 interleaved vectors. Each element's chain of operations
+  // is serial (a chain of libmvec calls especially); without interleaving, LLVM picks one
+  // vector for loops that only store, and they run latency-bound at half the speed of the same
+  // body in a reduction loop (Dask's 200-ufunc chain: 1.84 s -> 1.04 s on one thread).
+  static std::vector<std::pair<const char*, int>> body_hints() {
+    return {{"llvm.loop.interleave.count", 4}};
   }
 
   // The scan of a tile's normals after loop A: 4 values at a time, and for a group with a NaN

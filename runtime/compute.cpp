@@ -91,6 +91,7 @@ std::vector<NDArray> compute(const std::vector<Array>& arrays, const ComputeOpti
       write_dot(f, fused);
     }
     std::shared_ptr<const Plan> built = build_plan(std::move(fused), opt.kernels);
+    if (opt.ir) *opt.ir << storage_summary(*built);
     std::lock_guard<std::mutex> lock(g_mu);
     ++g_totals.plans_built;
     auto& entry = g_plans[key];

@@ -9,6 +9,7 @@
 #include <ostream>
 #include <unordered_map>
 
+#include "ir/graph.hpp"
 #include "support/error.hpp"
 #include "support/flags.hpp"
 
@@ -111,11 +112,17 @@ void plan_blocked_arrays(Plan& p) {
     }
   }
   for (const PlanReduce& r : p.reduces) ++writes[r.array];
+  std::vector<bool> reduced(p.arrays.size(), false);
+  for (const PlanReduce& r : p.reduces) reduced[r.array] = true;
   for (size_t a = 0; a < p.arrays.size(); ++a) {
     PlanArray& arr = p.arrays[a];
-    if (arr.output >= 0 || writes[a] != 1 || writer[a] < 0 || arr.node->op == Op::Concat ||
-        num_elements(arr.shape) == 0)
-      continue;
+    arr.whole_because = arr.output >= 0                   ? "an output"
+                        : reduced[a]                      ? "a reduction's result"
+                        : arr.node->op == Op::Concat      ? "written in parts (concatenate)"
+                        : writes[a] != 1 || writer[a] < 0 ? "written in parts"
+                        : num_elements(arr.shape) == 0    ? "empty"
+                                                          : "";
+    if (!arr.whole_because.empty()) continue;
     const PlanGroup& producer = p.groups[writer[a]];
     // Every read of every reader block must fall within one block.
     std::vector<std::pair<int, int>> reads;  // (group, leaf)
@@ -130,6 +137,7 @@ void plan_blocked_arrays(Plan& p) {
       const kir::Leaf& leaf = g.lowered.kernel.leaves[reads[q].second];
       auto c = array_coords(arr.shape, b.offset, b.strides);
       if (!c) {
+        arr.whole_because = "read through a reshape that regroups its elements";
         ok = false;
         break;
       }
@@ -141,6 +149,9 @@ void plan_blocked_arrays(Plan& p) {
         // The kernel was compiled for its leaf's innermost stride when that is 0 or 1.
         ok = br && (br->block < 0 || rank == 0 || leaf.inner_stride < 0 ||
                     br->strides[rank - 1] == leaf.inner_stride);
+        if (!ok)
+          arr.whole_because = br ? "read with another innermost stride than compiled"
+                                 : "read across blocks (a reader's block spans several)";
         found[q].push_back(std::move(br));
       }
     }
@@ -170,6 +181,16 @@ void plan_blocked_arrays(Plan& p) {
 }
 
 }  // namespace
+
+std::string storage_summary(const Plan& p) {
+  std::string s = "storage of materialized arrays:\n";
+  for (const PlanArray& a : p.arrays)
+    s += "  " + node_label(*a.node) + ": " +
+         (a.blocked ? "per block, each freed at its last reader"
+                    : "one buffer (" + a.whole_because + ")") +
+         "\n";
+  return s;
+}
 
 void Plan::block_box(const PlanGroup& g, int64_t block, int64_t* lo, int64_t* ext) const {
   int r = static_cast<int>(g.domain.size());

@@ -29,6 +29,7 @@ struct PlanArray {
   int producer = -1;               // blocked: the group that writes it
   int64_t block_offset = 0;        // blocked: its first block's slot in the run's block tables
   std::vector<int> block_readers;  // blocked: per block, the kernel tasks that read it
+  std::string whole_because;       // not blocked: why (for --emit-ir)
 };
 
 // Where a kernel block reads a blocked array: one block of it, under a map local to that block
@@ -113,5 +114,8 @@ struct Plan {
 
 // Builds (and compiles) the plan for a fused template graph.
 std::unique_ptr<Plan> build_plan(FusedGraph fused, std::ostream* kernel_dump);
+
+// How each materialized array is stored (per block, or one buffer and why), for --emit-ir.
+std::string storage_summary(const Plan& p);
 
 }  // namespace kiln

@@ -60,6 +60,14 @@ TEST(Cli, EmitIrAndDot) {
   std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
   EXPECT_NE(text.find("digraph"), std::string::npos);
   EXPECT_NE(text.find("kernel 0"), std::string::npos);
+  // Unfused, the element-wise intermediates are stored per block; the result is one buffer.
+  std::string unfused = run("run random-sum --size 100 --chunk 50 --no-fuse --emit-ir");
+  EXPECT_NE(unfused.find("Binary[add] float64 (100, 100): per block, each freed at its last "
+                         "reader"),
+            std::string::npos)
+      << unfused;
+  EXPECT_NE(unfused.find("Reduce[sum axes=0,1] float64 (): one buffer (an output)"),
+            std::string::npos);
 }
 
 TEST(Cli, TraceIsChromeFormatAndReportDrawsTheTaskStream) {

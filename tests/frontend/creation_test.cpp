@@ -83,7 +83,9 @@ TEST(Random, TiledGenerationMatchesTheReference) {
       const double a = philox::standard_normal(5, 0, k), b = philox::standard_normal(5, 2, k);
       rejections += rejected(5, 0, k);
       ASSERT_EQ(got[0].at(r * cols + c), a * philox::uniform(5, 1, k) + b) << r << "," << c;
-      if (c % 3 == 1) ASSERT_EQ(got[1].at(r * 333 + c / 3), a) << r << "," << c;
+      if (c % 3 == 1) {
+        ASSERT_EQ(got[1].at(r * 333 + c / 3), a) << r << "," << c;
+      }
       ASSERT_EQ(got[2].at(r * cols + (cols - 1 - c)), a) << r << "," << c;
       sum += a;
       if (a > best) best = a, arg = c;

@@ -8,6 +8,12 @@
 
 namespace kiln::workloads {
 
+// What an iterative workload did: its computes, their tasks, its peak, its timed part.
+struct SolveStats {
+  int64_t computes = 0, tasks = 0, peak_bytes = 0;
+  double seconds = 0;  // the solver's wall time (the problem's data made before it)
+};
+
 struct Workload {
   std::string name;
   std::string seed;         // which seed document it comes from
@@ -16,7 +22,20 @@ struct Workload {
   // Builds the lazy outputs for size N and chunk C; the first output is "the result".
   std::function<std::vector<Array>(int64_t n, int64_t c)> build;
   std::vector<std::string> output_names;
+  // Iterative workloads (a solver: many computes with host logic between them) set `solve`
+  // instead of `build`: it makes the problem, runs the solver with these options and returns
+  // the results named by output_names.
+  std::function<std::vector<double>(int64_t n, int64_t c, const ComputeOptions&, SolveStats*)>
+      solve;
 };
+
+// dask-glm's gradient_descent (Michael Grant's: Armijo backtracking line search, step growth
+// 1.25, X beta recomputed every 10 iterations, stop when the relative decrease is below tol) for
+// logistic regression, on Kiln arrays: X (n, p), y (n,) of 0/1. Returns beta; `loss` is the
+// final negative log-likelihood, `iterations` the iterations run.
+std::vector<double> logistic_gradient_descent(const Array& X, const Array& y, int max_iter,
+                                              double tol, const ComputeOptions& opt, SolveStats* st,
+                                              double* loss, int* iterations);
 
 const std::vector<Workload>& all();
 const Workload& find(const std::string& name);  // throws kiln::Error listing the known names

@@ -9,7 +9,9 @@
 For each seed workload at the peers table's sizes: Kiln's tasks and wall time fused and with
 --no-fuse (`kiln run W --json`, median of --repeat computes, compile excluded), and Dask's
 threaded scheduler on the same expression (tasks in the optimized graph, median wall of --rounds
-runs). Then the cost of a task itself: Kiln's scheduler overhead per task from the Google
+runs). logistic-gd is a solver, many computes: Kiln's tasks are summed over them, and Dask's
+row is dask-glm's gradient_descent on persisted Dask arrays with the tasks it ran counted by a
+dask.callbacks.Callback. Then the cost of a task itself: Kiln's scheduler overhead per task from the Google
 Benchmark suite (`kiln_bench --benchmark_filter=BM_EmptyTasks --benchmark_format=json`: tasks
 whose kernels do nothing) and Dask's, measured the same way as in seeds_peers.py (da.ones((n,),
 chunks=1) + 1, .sum(): wall time per task of the optimized graph).
@@ -44,6 +46,8 @@ def parse_args():
     p.add_argument("--trig-chunk", type=int, default=2000)
     p.add_argument("--diamond-size", type=int, default=10000)
     p.add_argument("--diamond-chunk", type=int, default=2000)
+    p.add_argument("--glm-size", type=int, default=1000000)
+    p.add_argument("--glm-chunk", type=int, default=100000)
     return p.parse_args()
 
 
@@ -56,6 +60,25 @@ def kiln_json(args, w, n, c, fuse):
 
 def dask_workload(args, w, n, c):
     import dask
+    if w == "logistic-gd":  # dask-glm's solver: count the tasks its computes run
+        from dask.callbacks import Callback
+
+        class Count(Callback):
+            tasks = 0
+
+            def _pretask(self, key, dsk, state):
+                Count.tasks += 1
+
+        runner = sp.glm_runner("dask-threads")
+        runner.prepare(n, c)
+        times = []
+        for _ in range(args.rounds):
+            Count.tasks = 0
+            t0 = time.perf_counter()
+            with Count():
+                runner.run(n, c)
+            times.append(time.perf_counter() - t0)
+        return {"tasks": Count.tasks, "seconds": statistics.median(times)}
     outs = sp.dask_graph(w, n, c)
     graph = {}  # the union of the optimized outputs' graphs: the tasks one compute runs
     for o in dask.optimize(*outs):

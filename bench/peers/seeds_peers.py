@@ -18,6 +18,15 @@ Workloads (same expressions and default sizes as `kiln list`):
                  N=10000 C=2000 (NumPy and NumExpr on whole arrays: a few GB of temporaries).
   diamond        x = uniform(1, 2, (N, N)); (exp(x) - 1/x).sum()
                  N=10000 C=2000.
+  logistic-gd    logistic regression by dask-glm's gradient_descent (Armijo line search), 20
+                 iterations, X ~ N(0, 1) (N, 100) in (C, 100) row blocks, y = [X w + noise > 0];
+                 N=1000000 C=100000 (seeds 000 and 002). Kiln runs the same algorithm on its
+                 arrays (tools/workloads.cpp); numpy, dask-threads and dask-sync run dask-glm
+                 itself on NumPy and on persisted Dask arrays; scikit-learn fits
+                 LogisticRegression (no penalty, L-BFGS: its own algorithm) for 20 iterations.
+                 The data are made before the timed region (Kiln: before its solver); the
+                 result is the final loss (negative log-likelihood). JAX, Numba and NumExpr have
+                 no solver loop here and are skipped.
 
 Peers: numpy, numexpr, dask-threads, dask-sync (legacy RandomState, as Dask's own
 dask.array.random.RandomState); jax and jax-philox (one jax.jit function of a PRNG key that
@@ -27,8 +36,8 @@ philox4x32 implementation; compile time reported separately, timed calls after a
 with block_until_ready); numba (@njit(parallel=True, fastmath=False): a prange loop over rows
 that draws each value with np.random inside the loop and reduces it, never materializing x; for
 random-sum it draws only the elements the slice keeps, as a hand-written fused loop would;
-compile time, a first call on a 4 x 4 problem, reported separately). Chunks apply to Kiln and
-Dask only.
+compile time, a first call on a 4 x 4 problem, reported separately); scikit-learn (logistic-gd
+only). Chunks apply to Kiln and Dask only.
 
 Every implementation generates its own random input inside the timed region (Kiln inside its
 kernels). The generators differ (Kiln: Philox; NumPy, NumExpr, Dask: NumPy's legacy
@@ -78,10 +87,12 @@ import time  # noqa: E402
 
 import numpy as np  # noqa: E402
 
-WORKLOADS = ("random-sum", "trig-identity", "diamond")
-PEERS = ("numpy", "numexpr", "dask-threads", "dask-sync", "jax", "jax-philox", "numba")
+WORKLOADS = ("random-sum", "trig-identity", "diamond", "logistic-gd")
+PEERS = ("numpy", "numexpr", "dask-threads", "dask-sync", "jax", "jax-philox", "numba",
+         "scikit-learn")
 PEER_MODULE = {"numpy": "numpy", "numexpr": "numexpr", "dask-threads": "dask.array",
-               "dask-sync": "dask.array", "jax": "jax", "jax-philox": "jax", "numba": "numba"}
+               "dask-sync": "dask.array", "jax": "jax", "jax-philox": "jax", "numba": "numba",
+               "scikit-learn": "sklearn"}
 JAX_PRNG = {"jax": "threefry2x32", "jax-philox": "philox4x32"}
 
 
@@ -105,6 +116,8 @@ def parse_args():
     p.add_argument("--trig-chunk", type=int, default=2000)
     p.add_argument("--diamond-size", type=int, default=10000)
     p.add_argument("--diamond-chunk", type=int, default=2000)
+    p.add_argument("--glm-size", type=int, default=1000000, help="logistic-gd samples")
+    p.add_argument("--glm-chunk", type=int, default=100000, help="logistic-gd rows per block")
     p.add_argument("--overhead-tasks", type=int, default=5000,
                    help="n of the Dask overhead graph da.ones((n,), chunks=1) (default 5000; "
                         "0 skips it)")
@@ -126,6 +139,7 @@ def sizes(args, w):
         "random-sum": (args.random_sum_size, args.random_sum_chunk),
         "trig-identity": (args.trig_size, args.trig_chunk),
         "diamond": (args.diamond_size, args.diamond_chunk),
+        "logistic-gd": (args.glm_size, args.glm_chunk),
     }[w]
 
 
@@ -436,11 +450,90 @@ def numba_runner(w):
     return Runner(run, prepare)
 
 
+# ---- logistic-gd: dask-glm's gradient_descent, on NumPy and on Dask arrays; scikit-learn ----
+
+GLM_FEATURES = 100
+GLM_ITERATIONS = 20
+
+
+def glm_problem(n):
+    """X ~ N(0, 1) (n, 100), y = [X w + N(0, 1) > 0] with w_j = (j mod 7 - 3) / 3 (as Kiln's)."""
+    import numpy as np
+    rs = np.random.RandomState(0)
+    X = rs.standard_normal((n, GLM_FEATURES))
+    w = (np.arange(GLM_FEATURES) % 7 - 3) / 3
+    y = (X @ w + rs.standard_normal(n) > 0).astype(np.float64)
+    return X, y
+
+
+def glm_loss(X, y, beta):
+    import numpy as np
+    xb = X @ beta
+    with np.errstate(over="ignore"):
+        return float((xb + np.log1p(np.exp(-xb))).sum() - y @ xb)
+
+
+def glm_runner(peer):
+    """dask-glm's gradient_descent (the algorithm Kiln's logistic-gd runs) on NumPy arrays
+    (numpy) or Dask arrays (dask-threads, dask-sync); scikit-learn's LogisticRegression (L-BFGS,
+    its own algorithm) for the same number of iterations. The data are made in prepare (not
+    timed) and the Dask arrays persisted there, as dask-glm's benchmarks do."""
+    if peer in ("numpy", "dask-threads", "dask-sync"):
+        err = import_error("dask_glm")
+        if err:
+            return f"skipped: dask_glm does not import ({err})"
+    elif peer != "scikit-learn":
+        return ("skipped: no hand-written solver loop for this peer; the numpy and dask rows "
+                "run dask-glm's own gradient_descent")
+    data = {}
+
+    def prepare(n, c):
+        t0 = time.perf_counter()
+        X, y = glm_problem(n)
+        if peer.startswith("dask"):
+            import dask
+            import dask.array as da
+            X, y = dask.persist(da.from_array(X, chunks=(c, GLM_FEATURES)),
+                                da.from_array(y, chunks=(c,)), scheduler="threads")
+        data.update(X=X, y=y)
+        return {"data_seconds": time.perf_counter() - t0}
+
+    def run(n, c):
+        import numpy as np
+        X, y = data["X"], data["y"]
+        if peer == "scikit-learn":
+            import warnings
+            from sklearn.linear_model import LogisticRegression
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # stopping at max_iter is the point
+                m = LogisticRegression(penalty=None, fit_intercept=False, solver="lbfgs",
+                                       max_iter=GLM_ITERATIONS, tol=0).fit(X, y)
+            return {"result": glm_loss(X, y, m.coef_.ravel()), "iterations": int(m.n_iter_[0])}
+        import warnings
+        import dask
+        from dask_glm.algorithms import gradient_descent
+        scheduler = "synchronous" if peer == "dask-sync" else "threads"
+        # exp(-X beta) overflows to inf for the line search's too-long trial steps, which it
+        # then rejects: expected, not worth a warning per block.
+        with dask.config.set(scheduler=scheduler), warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            beta = np.asarray(gradient_descent(X, y, max_iter=GLM_ITERATIONS, tol=1e-14,
+                                               normalize=False))
+        Xn, yn = (np.asarray(X), np.asarray(y)) if peer.startswith("dask") else (X, y)
+        return {"result": glm_loss(Xn, yn, beta)}
+
+    return Runner(run, prepare)
+
+
 def peer_runner(peer, w, missing):
     """The Runner for this pair, or a string saying why it is not run."""
     if peer in missing:
         return (f"skipped: {PEER_MODULE[peer]} does not import ({missing[peer]}); "
                 "bash scripts/peers.sh installs it in bench/peers/.venv")
+    if w == "logistic-gd":
+        return glm_runner(peer)
+    if peer == "scikit-learn":
+        return "skipped: no scikit-learn counterpart of this expression"
     if peer == "numpy":
         return Runner({"random-sum": numpy_random_sum, "trig-identity": numpy_trig,
                        "diamond": numpy_diamond}[w])
@@ -640,8 +733,8 @@ def print_report(args, env, summaries, overhead, end):
             print(f"| {o['scheduler']} | {o['n']} | {o['tasks']} / {o['tasks_unoptimized']} | "
                   f"{o['seconds']:.3f} | {o['us_per_task']:.1f} |")
     blas = env["blas"]
-    print("\nBLAS used by NumPy (not exercised by these workloads); removed from the peers' "
-          "environment: " + (", ".join(f"{k}={v}" for k, v in env["env_unset_for_peers"].items())
+    print("\nBLAS used by NumPy (exercised by logistic-gd's X @ beta only); removed from the "
+          "peers' environment: " + (", ".join(f"{k}={v}" for k, v in env["env_unset_for_peers"].items())
                              or f"nothing ({', '.join(PEER_ENV_UNSET)} were not set)") + ":")
     for b in blas["show_config"] or ["(np.show_config() lists no BLAS)"]:
         print(f"- config: {b}")

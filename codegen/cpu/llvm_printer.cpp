@@ -3,6 +3,7 @@
 
 #include <llvm/IR/IRBuilder.h>
 #include <llvm/IR/Intrinsics.h>
+#include <llvm/IR/MDBuilder.h>
 #include <llvm/IR/Module.h>
 
 #include <array>
@@ -431,15 +432,37 @@ class Printer {
     Value* addr = b_.CreateGEP(mt, out_ptrs_[o], at);
     if (idx) {
       Value* iaddr = b_.CreateGEP(b_.getInt64Ty(), idx_ptrs_[o], at);
-      Value* mem_v = from_mem(b_.CreateLoad(mt, addr), out.type);
-      Value* mem_i = b_.CreateLoad(b_.getInt64Ty(), iaddr);
+      Value* mem_v = from_mem(in_outputs(b_.CreateLoad(mt, addr)), out.type);
+      Value* mem_i = in_outputs(b_.CreateLoad(b_.getInt64Ty(), iaddr));
       auto [nv, ni] = arg_step(out, mem_v, mem_i, v, idx);
-      b_.CreateStore(to_mem(nv, out.type), addr);
-      b_.CreateStore(ni, iaddr);
+      in_outputs(b_.CreateStore(to_mem(nv, out.type), addr));
+      in_outputs(b_.CreateStore(ni, iaddr));
       return;
     }
-    if (out.reduce) v = combine(out, from_mem(b_.CreateLoad(mt, addr), out.type), v);
-    b_.CreateStore(to_mem(v, out.type), addr);
+    if (out.reduce) v = combine(out, from_mem(in_outputs(b_.CreateLoad(mt, addr)), out.type), v);
+    in_outputs(b_.CreateStore(to_mem(v, out.type), addr));
+  }
+
+  // Outputs (stores, partials) never share memory with the leaves a kernel reads: each output is
+  // memory Kiln allocated for it. Saying so lets LLVM keep a leaf's value in a register across
+  // the inner loop when its index does not move there (a broadcast along the inner dim),
+  // instead of reloading it, and everything computed from it, after every store.
+  llvm::MDNode* output_scope() {
+    if (!output_scope_) {
+      llvm::MDBuilder mdb(ctx_);
+      auto* domain = mdb.createAnonymousAliasScopeDomain("kiln.kernel");
+      output_scope_ = llvm::MDNode::get(ctx_, {mdb.createAnonymousAliasScope(domain, "outputs")});
+    }
+    return output_scope_;
+  }
+  template <class I>
+  I* in_outputs(I* inst) {
+    inst->setMetadata(llvm::LLVMContext::MD_alias_scope, output_scope());
+    return inst;
+  }
+  llvm::LoadInst* not_in_outputs(llvm::LoadInst* load) {
+    load->setMetadata(llvm::LLVMContext::MD_noalias, output_scope());
+    return load;
   }
 
   bool is_arg(size_t o) const { return k_.outputs[o].index_value >= 0; }
@@ -595,7 +618,8 @@ class Printer {
     switch (lf.kind) {
       case kir::LeafKind::Memory: {
         llvm::Type* mt = mem_type(lf.dtype);
-        return from_mem(b_.CreateLoad(mt, b_.CreateGEP(mt, ptrs_[l], flat)), lf.dtype);
+        return from_mem(not_in_outputs(b_.CreateLoad(mt, b_.CreateGEP(mt, ptrs_[l], flat))),
+                        lf.dtype);
       }
       case kir::LeafKind::Iota:
         return flat;
@@ -923,6 +947,7 @@ class Printer {
   std::map<int, Value*> tile_bufs_;  // random leaf -> its tile of values (kernels of rank > 0)
   Value* tile_j_ = nullptr;          // set while emitting the body of a tiled loop
   Value* zig_x_ = nullptr;
+  llvm::MDNode* output_scope_ = nullptr;
 };
 
 }  // namespace

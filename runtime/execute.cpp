@@ -125,6 +125,41 @@ class ReadySet {
   std::vector<std::pair<int64_t, int>> heap_;
 };
 
+// The buffers of blocked arrays' blocks, reused within one run: a stream frees and allocates
+// blocks as fast as kernels run, and blocks above glibc's mmap threshold (32 MiB) would otherwise
+// be mapped, faulted in and zeroed by the OS every time (unfused logistic-gd, 80 MB blocks:
+// 25 s -> see bench/RESULTS.md). Pooled buffers stay counted as in use until the run ends.
+class BlockPool {
+ public:
+  BlockPool() = default;
+  BlockPool(const BlockPool&) = delete;
+  BlockPool& operator=(const BlockPool&) = delete;
+  ~BlockPool() {
+    for (auto& [bytes, list] : free_)
+      for (void* p : list) host_free(p, bytes);
+  }
+  std::shared_ptr<void> get(size_t bytes) {
+    void* p = nullptr;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      auto it = free_.find(bytes);
+      if (it != free_.end() && !it->second.empty()) {
+        p = it->second.back();
+        it->second.pop_back();
+      }
+    }
+    if (!p) p = host_alloc(bytes);
+    return std::shared_ptr<void>(p, [this, bytes](void* q) {
+      std::lock_guard<std::mutex> lock(mu_);
+      free_[bytes].push_back(q);
+    });
+  }
+
+ private:
+  std::mutex mu_;
+  std::map<size_t, std::vector<void*>> free_;
+};
+
 class Run {
  public:
   Run(const Plan& p, const std::vector<ParamValue>& params, Trace* trace, Progress* progress)
@@ -418,7 +453,7 @@ class Run {
         int64_t elems = 1;
         for (int d = 0; d < r; ++d) elems *= ext[d];
         auto& buf = blocks_[arr.block_offset + task.block];
-        buf = host_buffer(static_cast<size_t>(elems) * dtype_size(arr.dtype));
+        buf = pool_.get(static_cast<size_t>(elems) * dtype_size(arr.dtype));
         P[k.output_pointer(o)] = buf.get();
         int64_t s = 1;
         for (int d = r - 1; d >= 0; --d) {
@@ -583,6 +618,7 @@ class Run {
   std::vector<std::shared_ptr<void>> data_;
   std::mutex alloc_mu_;
   std::unique_ptr<std::atomic<int>[]> readers_;
+  BlockPool pool_;                             // before blocks_: outlives their deleters
   std::vector<std::shared_ptr<void>> blocks_;  // blocked arrays' blocks (PlanArray::block_offset)
   std::unique_ptr<std::atomic<int>[]> block_readers_;
   std::unique_ptr<std::atomic<int>[]> waits_;

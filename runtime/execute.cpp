@@ -128,7 +128,7 @@ class ReadySet {
 // The buffers of blocked arrays' blocks, reused within one run: a stream frees and allocates
 // blocks as fast as kernels run, and blocks above glibc's mmap threshold (32 MiB) would otherwise
 // be mapped, faulted in and zeroed by the OS every time (unfused logistic-gd, 80 MB blocks:
-// 25 s -> see bench/RESULTS.md). Pooled buffers stay counted as in use until the run ends.
+// 25.2 s -> 10.4 s). Pooled buffers stay counted as in use until the run ends.
 class BlockPool {
  public:
   BlockPool() = default;

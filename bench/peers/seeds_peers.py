@@ -250,6 +250,12 @@ def environment(args):
         import numba
         env["numba"] = numba.__version__
         env["numba_threads"] = numba.config.NUMBA_NUM_THREADS
+    if "scikit-learn" in args.peers and "scikit-learn" not in missing:
+        import sklearn
+        env["sklearn"] = sklearn.__version__
+    if import_error("dask_glm") is None:
+        from importlib.metadata import version
+        env["dask_glm"] = version("dask-glm")
     return env
 
 
@@ -701,7 +707,8 @@ def print_report(args, env, summaries, overhead, end):
     print(f"## Seed workloads: Kiln vs NumPy {env['numpy']}, NumExpr {ver('numexpr')} "
           f"({env.get('numexpr_threads')} threads), Dask {ver('dask')}, JAX {ver('jax')} "
           f"(jaxlib {ver('jaxlib')}), Numba {ver('numba')} "
-          f"({env.get('numba_threads')} threads, {env.get('numba_threading_layer')} layer)\n")
+          f"({env.get('numba_threads')} threads, {env.get('numba_threading_layer')} layer), "
+          f"scikit-learn {ver('sklearn')}, dask-glm {ver('dask_glm')}\n")
     print(f"Python {env['python']} ({env['executable']}{', venv' if env['venv'] else ''}); "
           f"{env['cpus']} CPUs, load average {env['loadavg_start']:.2f} at start, "
           f"{end['loadavg_end']:.2f} at end; {end['total_seconds']:.0f} s in all. Medians over "

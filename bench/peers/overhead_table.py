@@ -40,14 +40,7 @@ def parse_args():
     p.add_argument("--repeat", type=int, default=3, help="computes per kiln run (median)")
     p.add_argument("--rounds", type=int, default=3, help="Dask runs per workload (median)")
     p.add_argument("--overhead-tasks", type=int, default=5000)
-    p.add_argument("--random-sum-size", type=int, default=20000)
-    p.add_argument("--random-sum-chunk", type=int, default=2000)
-    p.add_argument("--trig-size", type=int, default=10000)
-    p.add_argument("--trig-chunk", type=int, default=2000)
-    p.add_argument("--diamond-size", type=int, default=10000)
-    p.add_argument("--diamond-chunk", type=int, default=2000)
-    p.add_argument("--glm-size", type=int, default=1000000)
-    p.add_argument("--glm-chunk", type=int, default=100000)
+    sp.add_size_arguments(p)
     return p.parse_args()
 
 

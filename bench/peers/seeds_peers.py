@@ -110,14 +110,7 @@ def parse_args():
     p.add_argument("--peer-budget", type=float, default=8.0,
                    help="stop repeating a peer on a workload once the time it used there "
                         "(runs, compile, warm-up) exceeds this many seconds (default 8)")
-    p.add_argument("--random-sum-size", type=int, default=20000)
-    p.add_argument("--random-sum-chunk", type=int, default=2000)
-    p.add_argument("--trig-size", type=int, default=10000)
-    p.add_argument("--trig-chunk", type=int, default=2000)
-    p.add_argument("--diamond-size", type=int, default=10000)
-    p.add_argument("--diamond-chunk", type=int, default=2000)
-    p.add_argument("--glm-size", type=int, default=1000000, help="logistic-gd samples")
-    p.add_argument("--glm-chunk", type=int, default=100000, help="logistic-gd rows per block")
+    add_size_arguments(p)
     p.add_argument("--overhead-tasks", type=int, default=5000,
                    help="n of the Dask overhead graph da.ones((n,), chunks=1) (default 5000; "
                         "0 skips it)")
@@ -132,6 +125,18 @@ def parse_args():
         if x not in PEERS:
             p.error(f"unknown peer {x!r} (known: {', '.join(PEERS)})")
     return args
+
+
+def add_size_arguments(p):
+    """Each workload's N and C (the `kiln list` defaults); read back with sizes()."""
+    p.add_argument("--random-sum-size", type=int, default=20000)
+    p.add_argument("--random-sum-chunk", type=int, default=2000)
+    p.add_argument("--trig-size", type=int, default=10000)
+    p.add_argument("--trig-chunk", type=int, default=2000)
+    p.add_argument("--diamond-size", type=int, default=10000)
+    p.add_argument("--diamond-chunk", type=int, default=2000)
+    p.add_argument("--glm-size", type=int, default=1000000, help="logistic-gd samples")
+    p.add_argument("--glm-chunk", type=int, default=100000, help="logistic-gd rows per block")
 
 
 def sizes(args, w):

@@ -136,55 +136,56 @@ class Printer {
   // Emits the loop over dim d; the innermost loop carries scalar accumulators for outputs that
   // reduce along the innermost dim.
   void loop(int d) {
-    int r = k_.rank;
-    if (d == r - 1 && !tile_bufs_.empty()) return tiled_inner_loop(d);
-    auto* pre = b_.GetInsertBlock();
-    auto* head = llvm::BasicBlock::Create(ctx_, "head" + std::to_string(d), fn_);
-    auto* bodyb = llvm::BasicBlock::Create(ctx_, "body" + std::to_string(d), fn_);
-    auto* exit = llvm::BasicBlock::Create(ctx_, "exit" + std::to_string(d), fn_);
-    b_.CreateBr(head);
-    b_.SetInsertPoint(head);
-    auto* i = b_.CreatePHI(b_.getInt64Ty(), 2, "i" + std::to_string(d));
-    i->addIncoming(b_.getInt64(0), pre);
-    idx_[d] = i;
-    bool inner = d == r - 1;
-    std::vector<llvm::PHINode*> accs;
-    if (inner) {
-      acc_.assign(k_.outputs.size(), nullptr);
-      acc_idx_.assign(k_.outputs.size(), nullptr);
-      for (size_t o = 0; o < k_.outputs.size(); ++o) {
-        if (!inner_reduced(o)) continue;
-        const auto& out = k_.outputs[o];
-        auto* phi = b_.CreatePHI(reg_type(out.type), 2, "acc" + std::to_string(o));
-        phi->addIncoming(identity(out), pre);
-        acc_[o] = phi;
-        if (is_arg(o)) {
-          auto* iphi = b_.CreatePHI(b_.getInt64Ty(), 2, "accidx" + std::to_string(o));
-          iphi->addIncoming(b_.getInt64(-1), pre);
-          acc_idx_[o] = iphi;
-        }
-      }
+    if (d < k_.rank - 1) {
+      simple_loop("d" + std::to_string(d), ext_[d], {}, [&](Value* i) {
+        idx_[d] = i;
+        loop(d + 1);
+      });
+      return;
     }
-    b_.CreateCondBr(b_.CreateICmpSLT(i, ext_[d]), bodyb, exit);
-    b_.SetInsertPoint(bodyb);
-    if (inner) {
-      body();
-    } else {
-      loop(d + 1);
+    if (!tile_bufs_.empty()) return tiled_inner_loop(d);
+    set_accumulators(simple_loop(
+        "inner", ext_[d], accumulator_identities(),
+        [&](Value* i, std::vector<Value*> acc) {
+          idx_[d] = i;
+          return body_step(acc);
+        },
+        body_hints()));
+    finish_inner_reductions();
+  }
+
+  // The innermost loop's accumulators (outputs reduced along it), flat: value, then index for
+  // argmin/argmax. Their starting values; setting them from such a list; one body evaluation
+  // that folds the current element in and returns the next values.
+  std::vector<Value*> accumulator_identities() {
+    std::vector<Value*> v;
+    for (size_t o = 0; o < k_.outputs.size(); ++o) {
+      if (!inner_reduced(o)) continue;
+      v.push_back(identity(k_.outputs[o]));
+      if (is_arg(o)) v.push_back(b_.getInt64(-1));
     }
-    auto* latch = b_.GetInsertBlock();
-    i->addIncoming(b_.CreateAdd(i, b_.getInt64(1), "", true, true), latch);
-    if (inner)
-      for (size_t o = 0; o < k_.outputs.size(); ++o)
-        if (acc_[o]) {
-          llvm::cast<llvm::PHINode>(acc_[o])->addIncoming(acc_next_[o], latch);
-          if (acc_idx_[o])
-            llvm::cast<llvm::PHINode>(acc_idx_[o])->addIncoming(acc_idx_next_[o], latch);
-        }
-    auto* back = b_.CreateBr(head);
-    if (inner) set_loop_hints(back, body_hints());
-    b_.SetInsertPoint(exit);
-    if (inner) finish_inner_reductions();
+    return v;
+  }
+  void set_accumulators(const std::vector<Value*>& v) {
+    acc_.assign(k_.outputs.size(), nullptr);
+    acc_idx_.assign(k_.outputs.size(), nullptr);
+    size_t at = 0;
+    for (size_t o = 0; o < k_.outputs.size(); ++o) {
+      if (!inner_reduced(o)) continue;
+      acc_[o] = v[at++];
+      if (is_arg(o)) acc_idx_[o] = v[at++];
+    }
+  }
+  std::vector<Value*> body_step(const std::vector<Value*>& acc) {
+    set_accumulators(acc);
+    body();
+    std::vector<Value*> next;
+    for (size_t o = 0; o < k_.outputs.size(); ++o) {
+      if (!inner_reduced(o)) continue;
+      next.push_back(acc_next_[o]);
+      if (is_arg(o)) next.push_back(acc_idx_next_[o]);
+    }
+    return next;
   }
 
   // The innermost loop of a kernel with random leaves, in tiles of kTile elements: a first loop
@@ -195,99 +196,48 @@ class Printer {
   // Philox's rounds with the rest of the body, and the rare path stays out of the vector loop
   // (bench/RESULTS.md, "Generator"). Values are the same either way.
   void tiled_inner_loop(int d) {
-    auto* i64 = b_.getInt64Ty();
-    auto* pre = b_.GetInsertBlock();
-    auto* head = llvm::BasicBlock::Create(ctx_, "tile.head", fn_);
-    auto* tile = llvm::BasicBlock::Create(ctx_, "tile.body", fn_);
-    auto* exit = llvm::BasicBlock::Create(ctx_, "tile.exit", fn_);
-    b_.CreateBr(head);
-    b_.SetInsertPoint(head);
-    auto* i0 = b_.CreatePHI(i64, 2, "i0");
-    i0->addIncoming(b_.getInt64(0), pre);
-    std::vector<llvm::PHINode*> tile_acc(k_.outputs.size(), nullptr);
-    std::vector<llvm::PHINode*> tile_idx(k_.outputs.size(), nullptr);
-    for (size_t o = 0; o < k_.outputs.size(); ++o) {
-      if (!inner_reduced(o)) continue;
-      tile_acc[o] = b_.CreatePHI(reg_type(k_.outputs[o].type), 2, "tacc" + std::to_string(o));
-      tile_acc[o]->addIncoming(identity(k_.outputs[o]), pre);
-      if (is_arg(o)) {
-        tile_idx[o] = b_.CreatePHI(i64, 2, "taccidx" + std::to_string(o));
-        tile_idx[o]->addIncoming(b_.getInt64(-1), pre);
-      }
-    }
-    b_.CreateCondBr(b_.CreateICmpSLT(i0, ext_[d]), tile, exit);
-    b_.SetInsertPoint(tile);
-    Value* m = b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, b_.getInt64(kTile),
-                                        b_.CreateSub(ext_[d], i0));
-    // Loop A: the random values of the tile. Each leaf's flat index is carried as an induction
-    // variable (+ inner stride per element), which vectorizes to one add instead of a 64-bit
-    // multiply per lane.
-    idx_[d] = i0;
-    std::vector<Value*> flat0;
-    for (auto& [l, buf] : tile_bufs_) flat0.push_back(address(maps_[l]));
-    simple_loop("gen", m, flat0,
-                [&](Value* j, std::vector<Value*> flat) {
-                  std::vector<Value*> next;
-                  size_t at = 0;
-                  for (auto& [l, buf] : tile_bufs_) {
-                    const kir::Leaf& lf = k_.leaves[l];
-                    b_.CreateStore(random_value(lf, flat[at], true),
-                                   b_.CreateGEP(random_type(lf), buf, j));
-                    next.push_back(b_.CreateAdd(flat[at++], maps_[l].strides[d]));
-                  }
-                  return next;
-                },
-                // 8 lanes, 2 interleaved: the fastest of widths 4-16 and interleave counts 1-4
-                // measured on AVX2 (random-sum, bench/RESULTS.md); LLVM's own choice (4 x 1) leaves
-                // Philox latency-bound.
-                {{"llvm.loop.vectorize.width", 8}, {"llvm.loop.interleave.count", 2}});
-    for (auto& [l, buf] : tile_bufs_)
-      if (k_.leaves[l].random == RandomKind::Normal) fill_rejected(d, l, buf, i0, m);
-    // Loop B: the body, with the inner reductions' accumulators.
-    std::vector<Value*> init;
-    for (size_t o = 0; o < k_.outputs.size(); ++o)
-      if (tile_acc[o]) {
-        init.push_back(tile_acc[o]);
-        if (tile_idx[o]) init.push_back(tile_idx[o]);
-      }
-    std::vector<Value*> fin = simple_loop(
-        "eval", m, init,
-        [&](Value* j, std::vector<Value*> cur) {
-          idx_[d] = b_.CreateAdd(i0, j);
-          tile_j_ = j;
-          acc_.assign(k_.outputs.size(), nullptr);
-          acc_idx_.assign(k_.outputs.size(), nullptr);
-          size_t at = 0;
-          for (size_t o = 0; o < k_.outputs.size(); ++o)
-            if (tile_acc[o]) {
-              acc_[o] = cur[at++];
-              if (tile_idx[o]) acc_idx_[o] = cur[at++];
-            }
-          body();
-          tile_j_ = nullptr;
-          std::vector<Value*> next;
-          for (size_t o = 0; o < k_.outputs.size(); ++o)
-            if (tile_acc[o]) {
-              next.push_back(acc_next_[o]);
-              if (tile_idx[o]) next.push_back(acc_idx_next_[o]);
-            }
-          return next;
-        },
-        body_hints());
-    auto* latch = b_.GetInsertBlock();
-    i0->addIncoming(b_.CreateAdd(i0, b_.getInt64(kTile), "", true, true), latch);
-    size_t at = 0;
-    for (size_t o = 0; o < k_.outputs.size(); ++o)
-      if (tile_acc[o]) {
-        tile_acc[o]->addIncoming(fin[at++], latch);
-        if (tile_idx[o]) tile_idx[o]->addIncoming(fin[at++], latch);
-      }
-    b_.CreateBr(head);
-    b_.SetInsertPoint(exit);
-    for (size_t o = 0; o < k_.outputs.size(); ++o) {
-      acc_[o] = tile_acc[o];
-      acc_idx_[o] = tile_idx[o];
-    }
+    Value* tiles = b_.CreateUDiv(b_.CreateAdd(ext_[d], b_.getInt64(kTile - 1)), b_.getInt64(kTile));
+    auto tile = [&](Value* t, std::vector<Value*> acc) {
+      Value* i0 = b_.CreateMul(t, b_.getInt64(kTile));
+      Value* m = b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, b_.getInt64(kTile),
+                                          b_.CreateSub(ext_[d], i0));
+      // Loop A: the random values of the tile. Each leaf's flat index is carried as an
+      // induction variable (+ inner stride per element), which vectorizes to one add instead of
+      // a 64-bit multiply per lane.
+      idx_[d] = i0;
+      std::vector<Value*> flat0;
+      for (auto& [l, buf] : tile_bufs_) flat0.push_back(address(maps_[l]));
+      simple_loop("gen", m, flat0,
+                  [&](Value* j, std::vector<Value*> flat) {
+                    std::vector<Value*> next;
+                    size_t at = 0;
+                    for (auto& [l, buf] : tile_bufs_) {
+                      const kir::Leaf& lf = k_.leaves[l];
+                      b_.CreateStore(random_value(lf, flat[at], true),
+                                     b_.CreateGEP(random_type(lf), buf, j));
+                      next.push_back(b_.CreateAdd(flat[at++], maps_[l].strides[d]));
+                    }
+                    return next;
+                  },
+                  // 8 lanes, 2 interleaved: the fastest of widths 4-16 and interleave counts 1-4
+                  // measured on AVX2 (random-sum, bench/RESULTS.md); LLVM's own choice (4 x 1)
+                  // leaves Philox latency-bound.
+                  {{"llvm.loop.vectorize.width", 8}, {"llvm.loop.interleave.count", 2}});
+      for (auto& [l, buf] : tile_bufs_)
+        if (k_.leaves[l].random == RandomKind::Normal) fill_rejected(d, l, buf, i0, m);
+      // Loop B: the body, with the inner reductions' accumulators.
+      return simple_loop(
+          "eval", m, acc,
+          [&](Value* j, std::vector<Value*> a) {
+            idx_[d] = b_.CreateAdd(i0, j);
+            tile_j_ = j;
+            std::vector<Value*> next = body_step(a);
+            tile_j_ = nullptr;
+            return next;
+          },
+          body_hints());
+    };
+    set_accumulators(simple_loop("tile", tiles, accumulator_identities(), tile));
     finish_inner_reductions();
   }
 

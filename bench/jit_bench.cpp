@@ -3,10 +3,14 @@
 // structurally new expression, so every iteration is a plan-cache miss that runs the passes,
 // lowers one fused kernel, and optimizes + code-generates + links it with LLVM ORC.
 //
-// The expression is a chain of `ops` element-wise ops on a small one-block array; op i is
+// The expression is a chain of `ops` element-wise ops on a small one-block array (arange, so that
+// nothing is loop-invariant); op i is
 // chosen from {+1.5, *0.5, sin, cos} by the i-th base-4 digit of a process-wide counter, so no
 // two iterations (nor two benchmarks) produce the same kernel. Args: ops, reduce (1: the chain
-// is summed, giving a reduction kernel instead of a store kernel).
+// is summed, giving a reduction kernel instead of a store kernel), trig (1: past the variant
+// digits the chain alternates sin and +, the mix whose compile time grew fastest). Chains past
+// fuse's kernel size limit are split into several kernels: `kernels` counts them, and
+// ms_per_op (wall time per element-wise op) should stay flat as ops grow.
 //
 // Counters: kernels (compiled per iteration, from kiln::stats().kernels_compiled),
 // ms_per_kernel (wall time of compute(), including passes, lowering and the tiny execution,
@@ -21,8 +25,12 @@ using kiln::Array;
 
 uint64_t g_variant = 1;  // never reused within the process
 
-Array variant_chain(Array x, int ops, uint64_t v) {
+Array variant_chain(Array x, int ops, uint64_t v, bool trig) {
   for (int i = 0; i < ops; ++i) {
+    if (trig && v == 0) {  // past the variant digits: alternate sin and + (the costly mix)
+      x = i % 2 ? x + 1.0 : kiln::sin(x);
+      continue;
+    }
     switch (v & 3) {
       case 0:
         x = x + 1.5;
@@ -46,6 +54,7 @@ void BM_CompileKernel(benchmark::State& state) {
   kiln::bench::init_env();
   const int ops = static_cast<int>(state.range(0));
   const bool reduce = state.range(1) != 0;
+  const bool trig = state.range(2) != 0;
   if (ops < 8) {
     state.SkipWithError("ops must be >= 8 so that variants do not repeat");
     return;
@@ -59,7 +68,7 @@ void BM_CompileKernel(benchmark::State& state) {
   kiln::bench::Stopwatch sw;
   sw.start();
   for (auto _ : state) {
-    Array y = variant_chain(kiln::ones({1024}, {1024}), ops, g_variant++);
+    Array y = variant_chain(kiln::arange(0.0, 1024.0, 1.0, {1024}), ops, g_variant++, trig);
     kiln::bench::compute_and_stats({reduce ? y.sum() : y}, opt);
   }
   sw.stop();
@@ -72,15 +81,23 @@ void BM_CompileKernel(benchmark::State& state) {
   state.counters["llvm_ms_per_kernel"] =
       kernels > 0 ? (after.compile_seconds - before.compile_seconds) * 1e3 / kernels : 0;
   state.counters["ms_per_kernel"] = kernels > 0 ? sw.seconds() * 1e3 / kernels : 0;
+  state.counters["us_per_op"] = sw.seconds() * 1e6 / (iters * ops);
   if (after.kernels_from_disk != before.kernels_from_disk)
     state.SkipWithError("a kernel came from the disk cache");
 }
 BENCHMARK(BM_CompileKernel)
-    ->ArgNames({"ops", "reduce"})
-    ->Args({8, 0})
-    ->Args({32, 0})
-    ->Args({128, 0})
-    ->Args({32, 1})
+    ->ArgNames({"ops", "reduce", "trig"})
+    ->Args({8, 0, 0})
+    ->Args({32, 0, 0})
+    ->Args({128, 0, 0})
+    ->Args({32, 1, 0})
+    ->Args({1000, 0, 0})
+    ->Args({4000, 0, 0})
+    ->Args({16000, 0, 0})
+    ->Args({256, 0, 1})
+    ->Args({1000, 0, 1})
+    ->Args({4000, 0, 1})
+    ->Args({16000, 0, 1})
     ->UseRealTime()
     ->Unit(benchmark::kMillisecond);
 

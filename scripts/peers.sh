@@ -9,8 +9,10 @@
 # (JAX is then reported as skipped, and Numba too unless python3-numba is installed).
 # PEERS_BASE_PYTHON (default python3) is the interpreter the venv is made from. Extra arguments
 # go to bench/peers/seeds_peers.py (--help); without --jsonl FILE the JSON lines are also
-# written to build/peers/peers-DATE-TIME.jsonl. `peers.sh --overhead-table [options]` runs
-# bench/peers/overhead_table.py (the scheduling-overhead study) instead.
+# written to build/peers/peers-DATE-TIME.jsonl (peers-resident-DATE-TIME.jsonl with --resident:
+# the resident variant, x made before the timed region, its own table). `peers.sh
+# --overhead-table [options]` runs bench/peers/overhead_table.py (the scheduling-overhead study)
+# instead.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh peers
@@ -47,7 +49,9 @@ jsonl=()
 case " $* " in
   *" --jsonl "* | *" --jsonl="*) ;;
   *) mkdir -p build/peers
-     jsonl=(--jsonl "build/peers/peers-$(date +%Y%m%d-%H%M%S).jsonl")
+     variant=""
+     case " $* " in *" --resident "*) variant=resident- ;; esac
+     jsonl=(--jsonl "build/peers/peers-$variant$(date +%Y%m%d-%H%M%S).jsonl")
      echo "peers: JSON lines in ${jsonl[1]}" >&2 ;;
 esac
 "$python" bench/peers/seeds_peers.py build/release/kiln "$@" "${jsonl[@]}"

@@ -1,10 +1,14 @@
 // The kiln command: runs the seed workloads (kiln seeds), one workload with chosen sizes
 // (kiln run), and lists them (kiln list).
+#include <sys/resource.h>
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cerrno>
+#include <charconv>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -16,10 +20,15 @@
 
 namespace {
 
+// Limits of the numeric options: sizes and chunks keep N x N within the 2^62 elements Kiln
+// indexes.
+constexpr int64_t kMaxExtent = 2147483647, kMaxThreads = 1024, kMaxRepeat = 1000000;
+
 struct RunOptions {
-  int64_t size = 0, chunk = 0;
-  int threads = 0, repeat = 1;
-  bool no_fuse = false, emit_ir = false, json = false;
+  int64_t size = 0, chunk = 0;  // 0: the workload's default
+  int threads = 0, repeat = 1;  // threads 0: all cores
+  bool no_fuse = false, no_push_slices = false, emit_ir = false, json = false;
+  bool resident = false;  // x computed before the timed computes, which read it from memory
   std::string dot, trace;
   bool quiet = false;
 };
@@ -31,46 +40,110 @@ struct Outcome {
   int64_t tasks = 0, kernels = 0, peak_bytes = 0;
 };
 
+int64_t size_of(const kiln::workloads::Workload& w, const RunOptions& o) {
+  return o.size > 0 ? o.size : w.size;
+}
+
+int64_t chunk_of(const kiln::workloads::Workload& w, const RunOptions& o) {
+  return o.chunk > 0 ? o.chunk : w.chunk;
+}
+
+// A CLI11 check: the value is a base-10 integer in [lo, hi]; one that overflows is rejected
+// (CLI11's own conversion would clamp it).
+CLI::Validator int_in(int64_t lo, int64_t hi) {
+  std::string range = "[" + std::to_string(lo) + ", " + std::to_string(hi) + "]";
+  return CLI::Validator(
+      [lo, hi, range](std::string& s) -> std::string {
+        int64_t v = 0;
+        auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+        if (ec == std::errc() && end == s.data() + s.size() && v >= lo && v <= hi) return "";
+        return "expected an integer in " + range + ", got '" + s + "'";
+      },
+      "INT in " + range);
+}
+
+// The process's peak resident set (the whole process, not only Kiln's block allocations).
+int64_t peak_rss_bytes() {
+  rusage ru{};
+  getrusage(RUSAGE_SELF, &ru);
+  return static_cast<int64_t>(ru.ru_maxrss) * 1024;  // Linux reports KiB
+}
+
+// Flushes standard output; throws if anything written to it was lost (a full disk, a closed pipe).
+void flush_stdout() {
+  errno = 0;
+  std::cout.flush();
+  bool failed = std::fflush(stdout) != 0 || std::ferror(stdout) || !std::cout;
+  if (failed)
+    throw kiln::Error(std::string("cannot write to standard output") +
+                      (errno ? std::string(": ") + std::strerror(errno) : std::string()));
+}
+
+kiln::ComputeOptions compute_options(const RunOptions& o) {
+  kiln::ComputeOptions co;
+  co.fuse = !o.no_fuse;
+  co.push_slices = !o.no_push_slices;
+  co.threads = o.threads;
+  co.progress = !o.quiet && !o.json;
+  return co;
+}
+
+// An iterative workload: times its solver, sums its computes' tasks.
+void run_solver_once(const kiln::workloads::Workload& w, const RunOptions& o, bool first,
+                     std::ostream* ir, Outcome* out, std::vector<double>* times) {
+  kiln::ComputeOptions co = compute_options(o);
+  co.progress = false;
+  if (first) co.ir = ir;
+  kiln::Stats before = kiln::stats();
+  kiln::workloads::SolveStats st;
+  out->results = w.solve(size_of(w, o), chunk_of(w, o), co, &st);
+  kiln::Stats after = kiln::stats();
+  times->push_back(st.seconds);
+  out->compile_seconds += after.compile_seconds - before.compile_seconds;
+  out->tasks = st.tasks;
+  if (first)
+    out->kernels = (after.kernels_compiled + after.kernels_from_disk) -
+                   (before.kernels_compiled + before.kernels_from_disk);
+  out->peak_bytes = std::max(out->peak_bytes, st.peak_bytes);
+}
+
+// A workload of one compute() over x: the workload's generator, or (--resident) x's buffer.
+void run_compute_once(const kiln::workloads::Workload& w, const kiln::Array& x, const RunOptions& o,
+                      bool first, std::ostream* ir, Outcome* out, std::vector<double>* times) {
+  kiln::ComputeOptions co = compute_options(o);
+  if (first) {
+    co.ir = ir;
+    co.dot_file = o.dot;
+    co.trace_file = o.trace;
+  }
+  std::vector<kiln::NDArray> res = kiln::compute(w.expr(x), co);
+  kiln::Stats s = kiln::stats();
+  times->push_back(s.last_seconds);
+  out->compile_seconds += s.last_compile_seconds;
+  out->tasks = s.last_tasks;
+  out->kernels = s.last_kernels;
+  out->peak_bytes = std::max(out->peak_bytes, s.last_peak_bytes);
+  out->results.clear();
+  for (const auto& a : res) out->results.push_back(a.item<double>());
+}
+
 Outcome run_workload(const kiln::workloads::Workload& w, const RunOptions& o, std::ostream* ir) {
-  int64_t n = o.size > 0 ? o.size : w.size;
-  int64_t c = o.chunk > 0 ? o.chunk : w.chunk;
+  if (w.solve && (!o.dot.empty() || !o.trace.empty()))
+    throw kiln::Error("kiln run: --emit-dot and --trace record one compute(); '" + w.name +
+                      "' is a solver of many computes (use --emit-ir to see them)");
+  if (w.solve && o.resident)
+    throw kiln::Error("kiln run: --resident is for workloads that generate x; '" + w.name +
+                      "' makes its data before its timed solver already");
   Outcome out;
   std::vector<double> times;
-  for (int r = 0; r < std::max(1, o.repeat); ++r) {
-    kiln::ComputeOptions co;
-    co.fuse = !o.no_fuse;
-    co.threads = o.threads;
-    co.progress = !o.quiet && !o.json;
-    if (w.solve) {  // an iterative workload: time its solver, sum its computes' tasks
-      kiln::Stats before = kiln::stats();
-      co.progress = false;
-      if (r == 0) co.ir = ir;
-      kiln::workloads::SolveStats st;
-      out.results = w.solve(n, c, co, &st);
-      kiln::Stats after = kiln::stats();
-      times.push_back(st.seconds);
-      out.compile_seconds += after.compile_seconds - before.compile_seconds;
-      out.tasks = st.tasks;
-      if (r == 0)
-        out.kernels = (after.kernels_compiled + after.kernels_from_disk) -
-                      (before.kernels_compiled + before.kernels_from_disk);
-      out.peak_bytes = std::max(out.peak_bytes, st.peak_bytes);
-      continue;
-    }
-    if (r == 0) {
-      co.ir = ir;
-      co.dot_file = o.dot;
-      co.trace_file = o.trace;
-    }
-    std::vector<kiln::NDArray> res = kiln::compute(w.build(n, c), co);
-    kiln::Stats s = kiln::stats();
-    times.push_back(s.last_seconds);
-    out.compile_seconds += s.last_compile_seconds;
-    out.tasks = s.last_tasks;
-    out.kernels = s.last_kernels;
-    out.peak_bytes = std::max(out.peak_bytes, s.last_peak_bytes);
-    out.results.clear();
-    for (const auto& a : res) out.results.push_back(a.item<double>());
+  kiln::Array x;  // --resident: computed here, once, outside the timed computes
+  if (!w.solve) x = w.input(size_of(w, o), chunk_of(w, o));
+  if (o.resident) x = x.persist();
+  for (int r = 0; r < o.repeat; ++r) {
+    if (w.solve)
+      run_solver_once(w, o, r == 0, ir, &out, &times);
+    else
+      run_compute_once(w, x, o, r == 0, ir, &out, &times);
   }
   std::sort(times.begin(), times.end());
   out.seconds = times[times.size() / 2];
@@ -80,10 +153,12 @@ Outcome run_workload(const kiln::workloads::Workload& w, const RunOptions& o, st
 nlohmann::json to_json(const kiln::workloads::Workload& w, const RunOptions& o, const Outcome& r) {
   nlohmann::json j;
   j["workload"] = w.name;
-  j["size"] = o.size > 0 ? o.size : w.size;
-  j["chunk"] = o.chunk > 0 ? o.chunk : w.chunk;
+  j["size"] = size_of(w, o);
+  j["chunk"] = chunk_of(w, o);
   j["threads"] = o.threads;
   j["fused"] = !o.no_fuse;
+  j["push_slices"] = !o.no_push_slices;
+  j["resident"] = o.resident;
   j["result"] = r.results[0];
   for (size_t k = 1; k < r.results.size(); ++k) j[w.output_names[k]] = r.results[k];
   j["seconds"] = r.seconds;
@@ -91,6 +166,7 @@ nlohmann::json to_json(const kiln::workloads::Workload& w, const RunOptions& o, 
   j["tasks"] = r.tasks;
   j["kernels"] = r.kernels;
   j["peak_bytes"] = r.peak_bytes;
+  j["peak_rss_bytes"] = peak_rss_bytes();
   return j;
 }
 
@@ -105,9 +181,8 @@ std::string human_bytes(int64_t b) {
 
 void print_row(const kiln::workloads::Workload& w, const RunOptions& o, const Outcome& r) {
   std::printf("%-14s %7lld %6lld %-6s %12.6g", w.name.c_str(),
-              static_cast<long long>(o.size > 0 ? o.size : w.size),
-              static_cast<long long>(o.chunk > 0 ? o.chunk : w.chunk), o.no_fuse ? "no" : "yes",
-              r.results[0]);
+              static_cast<long long>(size_of(w, o)), static_cast<long long>(chunk_of(w, o)),
+              o.no_fuse ? "no" : "yes", r.results[0]);
   for (size_t k = 1; k < r.results.size(); ++k)
     std::printf(" (%s %.0f)", w.output_names[k].c_str(), r.results[k]);
   std::printf("  %8.3f s  compile %6.3f s  %6lld tasks  %2lld kernels  peak %s\n", r.seconds,
@@ -115,22 +190,93 @@ void print_row(const kiln::workloads::Workload& w, const RunOptions& o, const Ou
               human_bytes(r.peak_bytes).c_str());
 }
 
-}  // namespace
+void cmd_list() {
+  for (const auto& w : kiln::workloads::all())
+    std::printf("%-14s seed %-40s N=%lld C=%lld\n    %s\n", w.name.c_str(), w.seed.c_str(),
+                static_cast<long long>(w.size), static_cast<long long>(w.chunk),
+                w.description.c_str());
+}
 
-int main(int argc, char** argv) {
+void cmd_report(const std::string& trace_in, std::string svg_out) {
+  std::ifstream in(trace_in);
+  if (!in) throw kiln::Error("kiln report: cannot read '" + trace_in + "'");
+  std::stringstream text;
+  text << in.rdbuf();
+  kiln::report::Summary s;
+  std::string svg = kiln::report::render_svg(text.str(), &s);
+  if (svg_out.empty()) svg_out = trace_in + ".svg";
+  std::ofstream out(svg_out);
+  out << svg;
+  out.close();
+  if (!out) throw kiln::Error("kiln report: cannot write '" + svg_out + "'");
+  std::printf("%s: %lld tasks on %d workers over %.3f ms, workers busy %.0f%%\n", svg_out.c_str(),
+              static_cast<long long>(s.tasks), s.workers, s.span_us / 1000, 100 * s.busy_fraction);
+}
+
+void cmd_run(const std::string& name, const RunOptions& opt) {
+  const auto& w = kiln::workloads::find(name);
+  Outcome r = run_workload(w, opt, opt.emit_ir ? &std::cout : nullptr);
+  if (opt.json)
+    std::cout << to_json(w, opt, r).dump() << "\n";
+  else
+    print_row(w, opt, r);
+}
+
+// The seed workloads fused and unfused, then each one's fused graph. `quick`: every workload's
+// default size and chunk divided by kQuickDivisor (the same blocks), for smoke tests.
+void cmd_seeds(int repeat, bool quick) {
+  std::printf("%-14s %7s %6s %-6s %12s\n", "workload", "N", "C", "fused", "result");
+  const int64_t scale = quick ? kiln::workloads::kQuickDivisor : 1;
+  for (const auto& w : kiln::workloads::all()) {
+    for (bool no_fuse : {false, true}) {
+      RunOptions o;
+      o.no_fuse = no_fuse;
+      o.repeat = repeat;
+      o.size = w.size / scale;
+      o.chunk = w.chunk / scale;
+      if (no_fuse) o.size /= 2;  // unfused materializes every intermediate
+      print_row(w, o, run_workload(w, o, nullptr));
+    }
+  }
+  std::printf("\nfused-graph summary of each workload:\n");
+  for (const auto& w : kiln::workloads::all()) {
+    std::ostringstream ir;
+    RunOptions o;
+    o.size = 2000;
+    o.chunk = 1000;
+    run_workload(w, o, &ir);
+    std::string s = ir.str();
+    s = s.substr(s.find("fused graph:"));
+    s = s.substr(0, s.find("; IR as built"));  // a solver's first compute only
+    std::printf("%s (N=2000, C=1000%s):\n%s", w.name.c_str(), w.solve ? ", its first compute" : "",
+                s.c_str());
+  }
+}
+
+int kiln_main(int argc, char** argv) {
   CLI::App app{"kiln: lazy chunked arrays, fused and JIT-compiled"};
   app.require_subcommand(1);
+  app.failure_message([](const CLI::App* a, const CLI::Error& e) {
+    return "kiln: " + CLI::FailureMessage::simple(a, e);
+  });
   RunOptions opt;
   std::string name;
   auto* run = app.add_subcommand("run", "run one workload");
   run->add_option("workload", name, "workload name (see kiln list)")->required();
-  run->add_option("--size", opt.size, "N (arrays are N x N)");
-  run->add_option("--chunk", opt.chunk, "C (blocks are C x C)");
-  run->add_option("--threads", opt.threads, "worker threads (default: all cores)");
-  run->add_option("--repeat", opt.repeat, "repeat R times, report the median");
+  run->add_option("--size", opt.size, "N (arrays are N x N)")->check(int_in(1, kMaxExtent));
+  run->add_option("--chunk", opt.chunk, "C (blocks are C x C)")->check(int_in(1, kMaxExtent));
+  run->add_option("--threads", opt.threads, "worker threads (default: all cores)")
+      ->check(int_in(1, kMaxThreads));
+  run->add_option("--repeat", opt.repeat, "repeat R times, report the median")
+      ->check(int_in(1, kMaxRepeat));
   run->add_flag("--no-fuse", opt.no_fuse, "every op its own kernel and task");
+  run->add_flag("--no-push-slices", opt.no_push_slices,
+                "views stay where they are built (generators make every element)");
   run->add_flag("--emit-ir", opt.emit_ir, "print the IR after each pass and the fusion summary");
   run->add_option("--emit-dot", opt.dot, "write the fused graph as Graphviz DOT");
+  run->add_flag("--resident", opt.resident,
+                "compute x once before timing (kept in memory), then time the expression over "
+                "it; not for logistic-gd, whose data are made before its solver anyway");
   run->add_flag("--json", opt.json, "one JSON object per line");
   run->add_option("--trace", opt.trace, "write the task stream (Chrome trace format, Perfetto)");
   run->add_flag("--quiet", opt.quiet, "no progress bar");
@@ -144,70 +290,36 @@ int main(int argc, char** argv) {
   report->add_option("-o,--output", svg_out, "SVG file (default: TRACE with .svg)");
   auto* seeds = app.add_subcommand("seeds", "run the seed workloads with fusion on and off");
   int seeds_repeat = 3;
-  seeds->add_option("--repeat", seeds_repeat, "repeats per workload (median reported)");
-  CLI11_PARSE(app, argc, argv);
+  bool seeds_quick = false;
+  seeds->add_option("--repeat", seeds_repeat, "repeats per workload (median reported)")
+      ->check(int_in(1, kMaxRepeat));
+  seeds->add_flag("--quick", seeds_quick, "1/20 of the default sizes, for smoke tests");
   try {
-    if (*list) {
-      for (const auto& w : kiln::workloads::all())
-        std::printf("%-14s seed %-40s N=%lld C=%lld\n    %s\n", w.name.c_str(), w.seed.c_str(),
-                    static_cast<long long>(w.size), static_cast<long long>(w.chunk),
-                    w.description.c_str());
-      return 0;
-    }
-    if (*report) {
-      std::ifstream in(trace_in);
-      if (!in) throw kiln::Error("kiln report: cannot read '" + trace_in + "'");
-      std::stringstream text;
-      text << in.rdbuf();
-      kiln::report::Summary s;
-      std::string svg = kiln::report::render_svg(text.str(), &s);
-      if (svg_out.empty()) svg_out = trace_in + ".svg";
-      std::ofstream out(svg_out);
-      if (!out) throw kiln::Error("kiln report: cannot write '" + svg_out + "'");
-      out << svg;
-      std::printf("%s: %lld tasks on %d workers over %.3f ms, workers busy %.0f%%\n",
-                  svg_out.c_str(), static_cast<long long>(s.tasks), s.workers, s.span_us / 1000,
-                  100 * s.busy_fraction);
-      return 0;
-    }
-    if (*run) {
-      const auto& w = kiln::workloads::find(name);
-      Outcome r = run_workload(w, opt, opt.emit_ir ? &std::cout : nullptr);
-      if (opt.json)
-        std::cout << to_json(w, opt, r).dump() << std::endl;
-      else
-        print_row(w, opt, r);
-      return 0;
-    }
-    if (*seeds) {
-      std::printf("%-14s %7s %6s %-6s %12s\n", "workload", "N", "C", "fused", "result");
-      for (const auto& w : kiln::workloads::all()) {
-        for (bool no_fuse : {false, true}) {
-          RunOptions o;
-          o.no_fuse = no_fuse;
-          o.repeat = seeds_repeat;
-          if (no_fuse) o.size = w.size / 2;  // unfused materializes every intermediate
-          print_row(w, o, run_workload(w, o, nullptr));
-        }
-      }
-      std::printf("\nfused-graph summary of each workload:\n");
-      for (const auto& w : kiln::workloads::all()) {
-        std::ostringstream ir;
-        RunOptions o;
-        o.size = 2000;
-        o.chunk = 1000;
-        run_workload(w, o, &ir);
-        std::string s = ir.str();
-        s = s.substr(s.find("fused graph:"));
-        s = s.substr(0, s.find("; IR as built"));  // a solver's first compute only
-        std::printf("%s (N=2000, C=1000%s):\n%s", w.name.c_str(),
-                    w.solve ? ", its first compute" : "", s.c_str());
-      }
-      return 0;
-    }
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : 2;  // usage errors exit 2, as kiln::Error does
+  }
+  if (*list) cmd_list();
+  if (*report) cmd_report(trace_in, svg_out);
+  if (*run) cmd_run(name, opt);
+  if (*seeds) cmd_seeds(seeds_repeat, seeds_quick);
+  flush_stdout();
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return kiln_main(argc, argv);
   } catch (const kiln::Error& e) {
     std::fprintf(stderr, "kiln: %s\n", e.what());
     return 2;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "kiln: unexpected error: %s\n", e.what());
+    return 1;
+  } catch (...) {
+    std::fprintf(stderr, "kiln: unexpected error (an exception of unknown type)\n");
+    return 1;
   }
-  return 0;
 }

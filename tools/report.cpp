@@ -3,6 +3,8 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <map>
 #include <sstream>
@@ -18,10 +20,90 @@ const char* kPalette[] = {"#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f",
 
 struct Bar {
   std::string name, cat;
+  int64_t tid;
   int row;
   double start, dur;
   int64_t block;
 };
+
+using nlohmann::json;
+
+// Times and durations are microseconds; beyond 1e15 (31 years) a trace is not one of Kiln's.
+constexpr double kMaxMicros = 1e15;
+
+[[noreturn]] void bad_field(const std::string& field, const std::string& expected,
+                            const json* got) {
+  std::string text = got ? got->dump() : "nothing";
+  if (text.size() > 40) text = text.substr(0, 37) + "...";
+  throw Error("kiln report: " + field + ": expected " + expected + ", got " + text);
+}
+
+const json* find(const json& object, const char* key) {
+  auto it = object.find(key);
+  return it == object.end() ? nullptr : &*it;
+}
+
+std::string string_field(const json& e, const std::string& at, const char* key,
+                         const std::string& fallback) {
+  const json* v = find(e, key);
+  if (!v) return fallback;
+  if (!v->is_string()) bad_field(at + "." + key, "a string", v);
+  return v->get<std::string>();
+}
+
+int64_t int_field(const json& e, const std::string& at, const char* key, int64_t fallback) {
+  const json* v = find(e, key);
+  if (!v) return fallback;
+  bool fits = v->is_number_integer() &&
+              !(v->is_number_unsigned() && v->get<uint64_t>() > static_cast<uint64_t>(INT64_MAX));
+  if (!fits) bad_field(at + "." + key, "an integer (64-bit)", v);
+  return v->get<int64_t>();
+}
+
+// A required time in microseconds: finite, in [0, kMaxMicros].
+double micros_field(const json& e, const std::string& at, const char* key) {
+  const json* v = find(e, key);
+  double x = v && v->is_number() ? v->get<double>() : -1;
+  if (!(std::isfinite(x) && x >= 0 && x <= kMaxMicros))
+    bad_field(at + "." + key, "microseconds, a number in [0, 1e15]", v);
+  return x;
+}
+
+Bar read_bar(const json& e, const std::string& at) {
+  Bar b;
+  b.name = string_field(e, at, "name", "?");
+  b.cat = string_field(e, at, "cat", "");
+  b.tid = int_field(e, at, "tid", 0);
+  b.row = 0;
+  b.start = micros_field(e, at, "ts");
+  b.dur = micros_field(e, at, "dur");
+  b.block = -1;
+  if (const json* args = find(e, "args")) {
+    if (!args->is_object()) bad_field(at + ".args", "an object", args);
+    b.block = int_field(*args, at + ".args", "block", -1);
+  }
+  return b;
+}
+
+// The complete ("X") events, each checked; `lanes` gets every worker's tid (task events and
+// thread_name metadata), so a worker that ran nothing still counts as idle.
+std::vector<Bar> read_events(const json& events, std::map<int64_t, int>* lanes) {
+  std::vector<Bar> bars;
+  for (size_t i = 0; i < events.size(); ++i) {
+    const json& e = events[i];
+    std::string at = "traceEvents[" + std::to_string(i) + "]";
+    if (!e.is_object()) bad_field(at, "an object", &e);
+    std::string ph = string_field(e, at, "ph", "");
+    if (ph == "M" && string_field(e, at, "name", "") == "thread_name")
+      (*lanes)[int_field(e, at, "tid", 0)] = 0;
+    if (ph != "X") continue;
+    bars.push_back(read_bar(e, at));
+    if (bars.back().cat != "compile") (*lanes)[bars.back().tid] = 0;
+  }
+  int row = 0;
+  for (auto& [tid, r] : *lanes) r = row++;
+  return bars;
+}
 
 std::string esc(const std::string& s) {
   std::string o;
@@ -38,6 +120,24 @@ std::string esc(const std::string& s) {
   return o;
 }
 
+// Time the workers spent in tasks: per lane the union of its task intervals, so overlapping
+// events (a malformed or merged trace) cannot make a worker more than 100% busy.
+double busy_micros(const std::vector<Bar>& bars) {
+  std::map<int, std::vector<std::pair<double, double>>> by_row;
+  for (const auto& b : bars)
+    if (b.cat != "compile") by_row[b.row].push_back({b.start, b.start + b.dur});
+  double busy = 0;
+  for (auto& [row, iv] : by_row) {
+    std::sort(iv.begin(), iv.end());
+    double end = -1;
+    for (const auto& [s, e] : iv) {
+      busy += std::max(0.0, e - std::max(s, end));
+      end = std::max(end, e);
+    }
+  }
+  return busy;
+}
+
 }  // namespace
 
 std::string render_svg(const std::string& text, Summary* summary) {
@@ -49,38 +149,27 @@ std::string render_svg(const std::string& text, Summary* summary) {
   }
   if (!j.is_object() || !j.contains("traceEvents") || !j["traceEvents"].is_array())
     throw Error("kiln report: expected a Chrome trace object with a \"traceEvents\" array");
-  std::vector<Bar> bars;
-  int max_worker = 0;
-  for (const auto& e : j["traceEvents"]) {
-    if (e.value("ph", "") != "X") continue;
-    Bar b;
-    b.name = e.value("name", "?");
-    b.cat = e.value("cat", "");
-    b.row = e.value("tid", 0);
-    b.start = e.value("ts", 0.0);
-    b.dur = e.value("dur", 0.0);
-    b.block = e.contains("args") ? e["args"].value("block", int64_t{-1}) : -1;
-    if (b.cat != "compile") max_worker = std::max(max_worker, b.row);
-    bars.push_back(b);
-  }
-  if (bars.empty()) throw Error("kiln report: the trace has no task events");
-  int workers = max_worker + 1;
+  std::map<int64_t, int> lanes;  // worker tid -> row
+  std::vector<Bar> bars = read_events(j["traceEvents"], &lanes);
+  int workers = static_cast<int>(lanes.size());
   bool has_compile = false;
-  double t_min = 1e300, t_max = 0, task_min = 1e300, task_max = 0, busy = 0;
+  double t_min = 1e300, t_max = 0, task_min = 1e300, task_max = 0;
   int64_t tasks = 0;
   for (auto& b : bars) {
     if (b.cat == "compile") {
       b.row = workers;  // own row below the workers
       has_compile = true;
     } else {
+      b.row = lanes.at(b.tid);
       ++tasks;
-      busy += b.dur;
       task_min = std::min(task_min, b.start);
       task_max = std::max(task_max, b.start + b.dur);
     }
     t_min = std::min(t_min, b.start);
     t_max = std::max(t_max, b.start + b.dur);
   }
+  if (tasks == 0) throw Error("kiln report: the trace has no task events");
+  double busy = busy_micros(bars);
   double span = std::max(task_max - task_min, 1e-9);
   if (summary) {
     summary->workers = workers;
@@ -108,10 +197,13 @@ std::string render_svg(const std::string& text, Summary* summary) {
                 "Task stream: %lld tasks on %d workers, %.3f ms, workers busy %.0f%%",
                 static_cast<long long>(tasks), workers, span / 1000, 100 * busy / (workers * span));
   os << "<text x=\"" << left << "\" y=\"20\" font-size=\"14\">" << buf << "</text>\n";
+  std::vector<int64_t> tid_of(workers);
+  for (const auto& [tid, r] : lanes) tid_of[r] = tid;
   for (int r = 0; r < rows; ++r) {
     int y = top + r * row_h;
     os << "<text x=\"8\" y=\"" << y + 18 << "\">"
-       << (r < workers ? "worker " + std::to_string(r) : std::string("compile")) << "</text>\n";
+       << (r < workers ? "worker " + std::to_string(tid_of[r]) : std::string("compile"))
+       << "</text>\n";
     os << "<rect x=\"" << left << "\" y=\"" << y + 2 << "\" width=\"" << width - left - right
        << "\" height=\"" << row_h - 4 << "\" fill=\"#f4f4f4\"/>\n";
   }

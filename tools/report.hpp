@@ -13,8 +13,9 @@ struct Summary {
   double busy_fraction = 0;  // sum of task durations / (workers * span)
 };
 
-// Reads the trace JSON text, returns the SVG and fills `summary`. Throws kiln::Error on a
-// malformed trace.
+// Reads the trace JSON text, returns the SVG and fills `summary`. Each worker tid gets a row (in
+// tid order); busy time counts overlapping tasks of one worker once. Throws kiln::Error on a
+// malformed trace, naming the event and field (types; ts and dur finite, in [0, 1e15] us).
 std::string render_svg(const std::string& trace_json, Summary* summary);
 
 }  // namespace kiln::report

@@ -122,40 +122,45 @@ const std::vector<Workload>& all() {
        20000,
        2000,
        [](int64_t n, int64_t c) {
-         random::Generator rng(0);
-         Array x = rng.normal(10, 1, {n, n}, {c, c});
+         return random::Generator(0).normal(10, 1, {n, n}, {c, c});
+       },
+       [](const Array& x) {
          return std::vector<Array>{(x + 1).slice({{0, {}, 2}, {0, {}, 2}}).sum()};
        },
-       {"sum"}},
+       {"sum"},
+       nullptr},
       {"trig-identity",
        "004 (GPU PyData roadblocks)",
        "x = uniform(0, 1, (N, N)); (sin(x)**2 + cos(x)**2 == 1).all(), and its count of trues",
        10000,
        2000,
        [](int64_t n, int64_t c) {
-         random::Generator rng(0);
-         Array x = rng.uniform(0, 1, {n, n}, {c, c});
+         return random::Generator(0).uniform(0, 1, {n, n}, {c, c});
+       },
+       [](const Array& x) {
          Array y = pow(sin(x), 2) + pow(cos(x), 2) == 1;
          return std::vector<Array>{y.all(), y.sum()};
        },
-       {"all", "count"}},
+       {"all", "count"},
+       nullptr},
       {"diamond",
        "002 (Dask-GLM overhead, aggressive fusion)",
        "x = uniform(1, 2, (N, N)); (exp(x) - 1/x).sum()",
        10000,
        2000,
        [](int64_t n, int64_t c) {
-         random::Generator rng(0);
-         Array x = rng.uniform(1, 2, {n, n}, {c, c});
-         return std::vector<Array>{(exp(x) - 1 / x).sum()};
+         return random::Generator(0).uniform(1, 2, {n, n}, {c, c});
        },
-       {"sum"}},
+       [](const Array& x) { return std::vector<Array>{(exp(x) - 1 / x).sum()}; },
+       {"sum"},
+       nullptr},
       {"logistic-gd",
        "000 (Dask-GLM vs scikit-learn), 002 (Dask-GLM scheduler overhead)",
        "X = normal(0, 1, (N, 100), chunks=(C, 100)); y = X w + noise > 0; dask-glm's "
        "gradient_descent (20 iterations): result = final loss",
        1000000,
        100000,
+       nullptr,
        nullptr,
        {"loss", "iterations"},
        logistic_gd},

@@ -2,11 +2,29 @@
 """The seed workloads of `kiln run` with NumPy, NumExpr, Dask, JAX and Numba, alternated with Kiln.
 
     bench/peers/.venv/bin/python bench/peers/seeds_peers.py build/release/kiln [options]
+    bench/peers/.venv/bin/python bench/peers/seeds_peers.py build/release/kiln --resident
     /usr/bin/python3 bench/peers/seeds_peers.py build/release/kiln [options]
 
 `bash scripts/peers.sh` creates the venv (bench/peers/requirements.txt, pinned) and runs this
 with it; with Debian's python3 (python3-numpy, -numexpr, -dask) JAX and Numba are missing and
-reported as skipped. Any peer whose module does not import is skipped, not fatal.
+reported as skipped. Any peer whose module does not import (or, for dask-default_rng, whose
+Dask has no dask.array.random.default_rng) is skipped, not fatal.
+
+Two variants, each its own table:
+
+  generated (default)  every implementation generates x inside the timed region, as the seeds
+                       do (Kiln inside its kernels).
+  resident (--resident) x is made before the timed region and only the expression is timed:
+                       Kiln runs `kiln run W --resident` (x persisted in memory, then the
+                       expression timed over the buffer); the peers share one x drawn with
+                       NumPy's default_rng(0): NumPy, NumExpr and Numba read that array, Dask a
+                       persisted copy in C x C chunks, JAX a device array made (and
+                       block_until_ready) before timing. Workloads random-sum, trig-identity,
+                       diamond (logistic-gd makes its data before the timed region in either
+                       variant), N=10000 C=2000 each: x is 800 MB of float64; the peers hold up
+                       to three copies of it (NumPy, Dask, JAX) plus NumPy's whole-array
+                       temporaries (random-sum's x + 1, trig-identity's sin, cos, squares),
+                       Kiln its own x in its own process: about 6 GB at peak (estimated).
 
 Workloads (same expressions and default sizes as `kiln list`):
 
@@ -29,20 +47,28 @@ Workloads (same expressions and default sizes as `kiln list`):
                  no solver loop here and are skipped.
 
 Peers: numpy, numexpr, dask-threads, dask-sync (legacy RandomState, as Dask's own
-dask.array.random.RandomState); jax and jax-philox (one jax.jit function of a PRNG key that
+dask.array.random.RandomState, the seeds' spelling); numpy-default_rng and dask-default_rng
+(the same with np.random.default_rng(0) and da.random.default_rng(0), Dask on the threaded
+scheduler: PCG64 and NumPy's ziggurat normals, 2-3x faster per value than RandomState's
+polar-method normals and its uniforms; generated variant only, since they differ from numpy and dask-threads in the
+generator alone); jax and jax-philox (one jax.jit function of a PRNG key that
 generates x with jax.random in float64 and computes the expression on the whole N x N array,
 XLA fusing what it can; `jax` uses JAX's default generator, threefry2x32, `jax-philox` the
 philox4x32 implementation; compile time reported separately, timed calls after a warm-up call,
-with block_until_ready); numba (@njit(parallel=True, fastmath=False): a prange loop over rows
-that draws each value with np.random inside the loop and reduces it, never materializing x; for
-random-sum it draws only the elements the slice keeps, as a hand-written fused loop would;
-compile time, a first call on a 4 x 4 problem, reported separately); scikit-learn (logistic-gd
-only). Chunks apply to Kiln and Dask only.
+with block_until_ready; resident: one jax.jit function of x, jax-philox skipped); numba
+(@njit(parallel=True, fastmath=False): a prange loop over rows that draws each value with
+np.random inside the loop and reduces it, never materializing x; for random-sum it draws only
+the elements the slice keeps, as a hand-written fused loop would; resident: the same loops
+reading x; compile time, a first call on a 4 x 4 problem, reported separately); scikit-learn
+(logistic-gd only). Chunks apply to Kiln and Dask only. NumExpr runs random-sum in the
+resident variant only (on the view x[::2, ::2]): it has no generator.
 
-Every implementation generates its own random input inside the timed region (Kiln inside its
-kernels). The generators differ (Kiln: Philox; NumPy, NumExpr, Dask: NumPy's legacy
-RandomState; JAX: threefry or philox keyed streams; Numba: one Mersenne Twister per thread), so
-results agree only statistically; they are printed so that gross errors show. Numba's results
+In the generated variant every implementation generates its own random input inside the timed
+region (Kiln inside its kernels). The generators differ (Kiln: Philox; NumPy, NumExpr, Dask:
+NumPy's legacy RandomState, or default_rng; JAX: threefry or philox keyed streams; Numba: one
+Mersenne Twister per thread), so results agree only statistically; they are printed so that
+gross errors show. In the resident variant the peers compute on the same x (their results
+differ by rounding and math libraries only), Kiln on its own Philox x. Numba's results
 vary from run to run: np.random.seed() in a parallel region seeds the calling thread only.
 
 Each round runs, for one workload, Kiln (`kiln run W --json --repeat R`: the median of R
@@ -88,11 +114,23 @@ import time  # noqa: E402
 import numpy as np  # noqa: E402
 
 WORKLOADS = ("random-sum", "trig-identity", "diamond", "logistic-gd")
-PEERS = ("numpy", "numexpr", "dask-threads", "dask-sync", "jax", "jax-philox", "numba",
-         "scikit-learn")
-PEER_MODULE = {"numpy": "numpy", "numexpr": "numexpr", "dask-threads": "dask.array",
-               "dask-sync": "dask.array", "jax": "jax", "jax-philox": "jax", "numba": "numba",
-               "scikit-learn": "sklearn"}
+RESIDENT_WORKLOADS = WORKLOADS[:3]  # logistic-gd makes its data before the timed region anyway
+PEERS = ("numpy", "numpy-default_rng", "numexpr", "dask-threads", "dask-sync",
+         "dask-default_rng", "jax", "jax-philox", "numba", "scikit-learn")
+PEER_MODULE = {"numpy": "numpy", "numpy-default_rng": "numpy", "numexpr": "numexpr",
+               "dask-threads": "dask.array", "dask-sync": "dask.array",
+               "dask-default_rng": "dask.array", "jax": "jax", "jax-philox": "jax",
+               "numba": "numba", "scikit-learn": "sklearn"}
+# (N, C) by default: the `kiln list` sizes; resident (x in memory as float64: 800 MB at N=10000,
+# one NumPy copy, Dask's and JAX's copies of it, and NumPy's whole-array temporaries).
+DEFAULT_SIZES = {
+    False: {"random-sum": (20000, 2000), "trig-identity": (10000, 2000),
+            "diamond": (10000, 2000), "logistic-gd": (1000000, 100000)},
+    True: {"random-sum": (10000, 2000), "trig-identity": (10000, 2000),
+           "diamond": (10000, 2000)},
+}
+SIZE_OPTION = {"random-sum": "random_sum", "trig-identity": "trig", "diamond": "diamond",
+               "logistic-gd": "glm"}
 JAX_PRNG = {"jax": "threefry2x32", "jax-philox": "philox4x32"}
 
 
@@ -100,8 +138,13 @@ def parse_args():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("kiln", nargs="?", default="build/release/kiln",
                    help="the kiln binary (default: build/release/kiln)")
-    p.add_argument("--workloads", default=",".join(WORKLOADS),
-                   help="comma-separated subset of " + ", ".join(WORKLOADS))
+    p.add_argument("--resident", action="store_true",
+                   help="the resident variant: x made before the timed region, only the "
+                        "expression timed (kiln run --resident); its own table and sizes")
+    p.add_argument("--workloads",
+                   help="comma-separated subset of " + ", ".join(WORKLOADS)
+                        + " (default: all; with --resident, " + ", ".join(RESIDENT_WORKLOADS)
+                        + ")")
     p.add_argument("--peers", default=",".join(PEERS),
                    help="comma-separated subset of " + ", ".join(PEERS))
     p.add_argument("--rounds", type=int, default=3, help="rounds per workload (default 3)")
@@ -116,11 +159,13 @@ def parse_args():
                         "0 skips it)")
     p.add_argument("--jsonl", help="also write the JSON lines to this file")
     args = p.parse_args()
-    args.workloads = [w for w in args.workloads.split(",") if w]
+    known = RESIDENT_WORKLOADS if args.resident else WORKLOADS
+    args.workloads = [w for w in (args.workloads or ",".join(known)).split(",") if w]
     args.peers = [x for x in args.peers.split(",") if x]
     for w in args.workloads:
-        if w not in WORKLOADS:
-            p.error(f"unknown workload {w!r} (known: {', '.join(WORKLOADS)})")
+        if w not in known:
+            p.error(f"unknown workload {w!r} (known{' with --resident' * args.resident}: "
+                    f"{', '.join(known)})")
     for x in args.peers:
         if x not in PEERS:
             p.error(f"unknown peer {x!r} (known: {', '.join(PEERS)})")
@@ -128,24 +173,20 @@ def parse_args():
 
 
 def add_size_arguments(p):
-    """Each workload's N and C (the `kiln list` defaults); read back with sizes()."""
-    p.add_argument("--random-sum-size", type=int, default=20000)
-    p.add_argument("--random-sum-chunk", type=int, default=2000)
-    p.add_argument("--trig-size", type=int, default=10000)
-    p.add_argument("--trig-chunk", type=int, default=2000)
-    p.add_argument("--diamond-size", type=int, default=10000)
-    p.add_argument("--diamond-chunk", type=int, default=2000)
-    p.add_argument("--glm-size", type=int, default=1000000, help="logistic-gd samples")
-    p.add_argument("--glm-chunk", type=int, default=100000, help="logistic-gd rows per block")
+    """Each workload's N and C (default: DEFAULT_SIZES of the variant); read back with sizes()."""
+    for w, opt in SIZE_OPTION.items():
+        (n, c), rn = DEFAULT_SIZES[False][w], DEFAULT_SIZES[True].get(w, (None,))[0]
+        what = "samples" if w == "logistic-gd" else "N"
+        flag = opt.replace("_", "-")
+        p.add_argument(f"--{flag}-size", type=int,
+                       help=f"{w} {what} (default {n}" + (f"; resident {rn})" if rn else ")"))
+        p.add_argument(f"--{flag}-chunk", type=int, help=f"{w} chunk (default {c})")
 
 
 def sizes(args, w):
-    return {
-        "random-sum": (args.random_sum_size, args.random_sum_chunk),
-        "trig-identity": (args.trig_size, args.trig_chunk),
-        "diamond": (args.diamond_size, args.diamond_chunk),
-        "logistic-gd": (args.glm_size, args.glm_chunk),
-    }[w]
+    n, c = DEFAULT_SIZES[args.resident][w]
+    size, chunk = (getattr(args, f"{SIZE_OPTION[w]}_{k}") for k in ("size", "chunk"))
+    return (n if size is None else size, c if chunk is None else chunk)
 
 
 # ---- environment -----------------------------------------------------------------------------
@@ -157,6 +198,21 @@ def import_error(module):
         return None
     except Exception as e:  # noqa: BLE001 - ImportError, or a binary mismatch (numba vs numpy)
         return f"{type(e).__name__}: {e}".splitlines()[0][:160]
+
+
+def peer_unavailable(peer):
+    """Why this peer cannot run here (its module does not import, or lacks what it uses), or
+    None."""
+    module = PEER_MODULE[peer]
+    err = import_error(module)
+    if err:
+        return f"{module} does not import ({err})"
+    if peer == "dask-default_rng":
+        import dask
+        import dask.array as da
+        if not hasattr(da.random, "default_rng"):
+            return f"Dask {dask.__version__} has no dask.array.random.default_rng"
+    return None
 
 
 def openblas_runtime(paths):
@@ -228,13 +284,14 @@ def blas_info():
 
 
 def environment(args):
-    env = {"kind": "env", "python": platform.python_version(), "executable": sys.executable,
+    env = {"kind": "env", "variant": "resident" if args.resident else "generated",
+           "python": platform.python_version(), "executable": sys.executable,
            "venv": sys.prefix != sys.base_prefix, "numpy": np.__version__,
            "cpus": os.cpu_count(), "loadavg_start": os.getloadavg()[0], "kiln": args.kiln,
            "env_unset_for_peers": UNSET_ENV, "blas": blas_info()}
     missing = {}
     for peer in args.peers:
-        err = import_error(PEER_MODULE[peer])
+        err = peer_unavailable(peer)
         if err:
             missing[peer] = err
     env["missing"] = missing
@@ -266,7 +323,8 @@ def environment(args):
 
 # ---- the peers -------------------------------------------------------------------------------
 # A runner is run(n, c) -> dict (timed), with an optional prepare(n, c) -> dict called once per
-# workload before the first timed run (compile, warm-up); its wall time counts toward the budget.
+# workload before the first timed run (compile, warm-up, the resident x); its wall time counts
+# toward the budget.
 
 class Runner:
     def __init__(self, run, prepare=None):
@@ -274,63 +332,132 @@ class Runner:
         self.prepare = prepare
 
 
-def numpy_random_sum(n, c):
+UNIFORM_RANGE = {"trig-identity": (0.0, 1.0), "diamond": (1.0, 2.0)}
+
+
+def draw(w, rng, shape, **kw):
+    """Workload w's x from a NumPy or Dask generator (RandomState or default_rng; Dask's take
+    chunks=): the seed's own calls, normal(10, 1) or uniform(low, high)."""
+    if w == "random-sum":
+        return rng.normal(10, 1, size=shape, **kw)
+    return rng.uniform(*UNIFORM_RANGE[w], size=shape, **kw)
+
+
+def expression(w, x, xp):
+    """Workload w's outputs over x, with xp = numpy, dask.array (lazy) or jax.numpy."""
+    if w == "random-sum":
+        return ((x + 1)[::2, ::2].sum(),)
+    if w == "trig-identity":
+        y = xp.sin(x) ** 2 + xp.cos(x) ** 2 == 1
+        return y.all(), y.sum()
+    return ((xp.exp(x) - 1 / x).sum(),)
+
+
+def result_of(outs):
+    """The run's result (and trig-identity's count) from the outputs of expression()."""
+    if len(outs) > 1:
+        return {"result": float(bool(outs[0])), "count": int(outs[1])}
+    return {"result": float(outs[0])}
+
+
+def numpy_rng(peer):
+    return np.random.default_rng(0) if peer.endswith("default_rng") else np.random.RandomState(0)
+
+
+def dask_rng(peer):
+    import dask.array as da
+    return da.random.default_rng(0) if peer.endswith("default_rng") else da.random.RandomState(0)
+
+
+def dask_scheduler(peer):
+    return "synchronous" if peer == "dask-sync" else "threads"
+
+
+class ResidentInput:
+    """The resident variant's x for one workload, made before any timed run: drawn once with
+    NumPy's default_rng(0); the Dask copy (C x C chunks, persisted) and the JAX device array are
+    made from it on first use. Every peer reads the same values."""
+
+    def __init__(self, w, n, c):
+        self.w, self.n, self.c = w, n, c
+        self.forms = {}
+
+    def get(self, form):
+        if form not in self.forms:
+            self.forms[form] = getattr(self, "make_" + form)()
+        return self.forms[form]
+
+    def make_numpy(self):
+        return draw(self.w, np.random.default_rng(0), (self.n, self.n))
+
+    def make_dask(self):
+        import dask.array as da
+        x = da.from_array(self.get("numpy"), chunks=(self.c, self.c)).map_blocks(np.copy)
+        return x.persist(scheduler="threads")
+
+    def make_jax(self):
+        jax = jax_module()
+        return jax.block_until_ready(jax.device_put(self.get("numpy")))
+
+
+def with_input(inputs, form, prepare=None):
+    """A prepare() that first makes the resident x in this form (reported as input_seconds),
+    then runs `prepare` if given."""
+    def run(n, c):
+        t0 = time.perf_counter()
+        inputs.get(form)
+        info = {"input_seconds": time.perf_counter() - t0}
+        if prepare is not None:
+            info.update(prepare(n, c))
+        return info
+    return run
+
+
+def numpy_random_sum(rng, n, c):
     # Block by block, in the same C x C blocks as Kiln and Dask; a block starting at an odd
     # global row/column keeps its odd local indices so the result is the global [::2, ::2].
-    rs = np.random.RandomState(0)
     total = 0.0
     for r0 in range(0, n, c):
         for c0 in range(0, n, c):
-            b = rs.normal(10, 1, (min(c, n - r0), min(c, n - c0)))
+            b = draw("random-sum", rng, (min(c, n - r0), min(c, n - c0)))
             total += float((b + 1)[r0 % 2::2, c0 % 2::2].sum())
     return {"result": total}
 
 
-def numpy_trig(n, c):
-    x = np.random.RandomState(0).uniform(0, 1, (n, n))
-    y = np.sin(x) ** 2 + np.cos(x) ** 2 == 1
-    return {"result": float(bool(y.all())), "count": int(np.count_nonzero(y))}
-
-
-def numpy_diamond(n, c):
-    x = np.random.RandomState(0).uniform(1, 2, (n, n))
-    return {"result": float((np.exp(x) - 1 / x).sum())}
-
-
-def numexpr_trig(n, c):
-    import numexpr as ne
-    x = np.random.RandomState(0).uniform(0, 1, (n, n))
-    y = ne.evaluate("sin(x)**2 + cos(x)**2 == 1")
-    return {"result": float(bool(y.all())), "count": int(np.count_nonzero(y))}
-
-
-def numexpr_diamond(n, c):
-    import numexpr as ne
-    x = np.random.RandomState(0).uniform(1, 2, (n, n))
-    return {"result": float(ne.evaluate("sum(exp(x) - 1/x)"))}
-
-
-def dask_graph(w, n, c):
-    import dask.array as da
-    rs = da.random.RandomState(0)
+def numpy_generated(w, peer, n, c):
+    rng = numpy_rng(peer)
     if w == "random-sum":
-        x = rs.normal(10, 1, size=(n, n), chunks=(c, c))
-        return [(x + 1)[::2, ::2].sum()]
+        return numpy_random_sum(rng, n, c)
+    return result_of(expression(w, draw(w, rng, (n, n)), np))
+
+
+NUMEXPR = {"random-sum": "sum(x + 1)", "trig-identity": "sin(x)**2 + cos(x)**2 == 1",
+           "diamond": "sum(exp(x) - 1/x)"}
+
+
+def numexpr_eval(w, x):
+    """ne.evaluate() on whole arrays; random-sum on the strided view x[::2, ::2]."""
+    import numexpr as ne
+    y = ne.evaluate(NUMEXPR[w], local_dict={"x": x[::2, ::2] if w == "random-sum" else x})
     if w == "trig-identity":
-        x = rs.uniform(0, 1, size=(n, n), chunks=(c, c))
-        y = da.sin(x) ** 2 + da.cos(x) ** 2 == 1
-        return [y.all(), y.sum()]
-    x = rs.uniform(1, 2, size=(n, n), chunks=(c, c))
-    return [(da.exp(x) - 1 / x).sum()]
+        return result_of((y.all(), np.count_nonzero(y)))
+    return {"result": float(y)}
 
 
-def dask_run(w, n, c, scheduler):
+def dask_run(outs, scheduler):
     import dask
-    outs = dask.compute(*dask_graph(w, n, c), scheduler=scheduler)
-    r = {"result": float(outs[0])}
-    if len(outs) > 1:
-        r["count"] = int(outs[1])
-    return r
+    return result_of(dask.compute(*outs, scheduler=scheduler))
+
+
+def dask_generated(w, peer, n, c):
+    import dask.array as da
+    x = draw(w, dask_rng(peer), (n, n), chunks=(c, c))
+    return dask_run(expression(w, x, da), dask_scheduler(peer))
+
+
+def dask_resident(w, peer, inputs):
+    import dask.array as da
+    return dask_run(expression(w, inputs.get("dask"), da), dask_scheduler(peer))
 
 
 # JAX: imported on first use, float64 enabled before anything is traced.
@@ -345,49 +472,52 @@ def jax_module():
     return _JAX[0]
 
 
-def jax_expression(w):
-    """The workload as a function of (key, n), n static; returns a tuple of scalars."""
+def jax_generated(w):
+    """The workload as a function of (key, n), n static: x drawn with jax.random in float64."""
     jax = jax_module()
     jnp = jax.numpy
-    if w == "random-sum":
-        def f(key, n):
+
+    def f(key, n):
+        if w == "random-sum":
             x = 10.0 + jax.random.normal(key, (n, n), dtype=jnp.float64)
-            return ((x + 1)[::2, ::2].sum(),)
-    elif w == "trig-identity":
-        def f(key, n):
-            x = jax.random.uniform(key, (n, n), dtype=jnp.float64, minval=0.0, maxval=1.0)
-            y = jnp.sin(x) ** 2 + jnp.cos(x) ** 2 == 1
-            return y.all(), y.sum()
-    else:
-        def f(key, n):
-            x = jax.random.uniform(key, (n, n), dtype=jnp.float64, minval=1.0, maxval=2.0)
-            return ((jnp.exp(x) - 1 / x).sum(),)
+        else:
+            lo, hi = UNIFORM_RANGE[w]
+            x = jax.random.uniform(key, (n, n), dtype=jnp.float64, minval=lo, maxval=hi)
+        return expression(w, x, jnp)
     return f
 
 
-def jax_runner(w, prng):
+def jax_runner(w, prng, inputs):
+    """jax.jit of the expression: of a PRNG key (generated, `prng` its implementation) or of
+    the resident x (inputs, a device array made in prepare)."""
     jax = jax_module()
-    fn = jax.jit(jax_expression(w), static_argnums=1)
-    key = jax.random.key(0, impl=prng)
+    if inputs is None:
+        fn = jax.jit(jax_generated(w), static_argnums=1)
+        key = jax.random.key(0, impl=prng)
+        call_args = lambda n: (key, n)  # noqa: E731
+    else:
+        fn = jax.jit(lambda x: expression(w, x, jax.numpy))
+        call_args = lambda n: (inputs.get("jax"),)  # noqa: E731
 
-    def prepare(n, c):
+    def compile_and_warm_up(n, c):
         t0 = time.perf_counter()
-        compiled = fn.lower(key, n).compile()  # trace, lower, XLA compile
+        compiled = fn.lower(*call_args(n)).compile()  # trace, lower, XLA compile
         t1 = time.perf_counter()
-        jax.block_until_ready(fn(key, n))  # warm-up: the first call through jit's cache
+        jax.block_until_ready(fn(*call_args(n)))  # warm-up: the first call through jit's cache
         t2 = time.perf_counter()
-        info = {"compile_seconds": t1 - t0, "first_call_seconds": t2 - t1, "prng": prng}
+        info = {"compile_seconds": t1 - t0, "first_call_seconds": t2 - t1}
+        if prng:
+            info["prng"] = prng
         ma = compiled.memory_analysis()
         if ma is not None:
             info["temp_bytes"] = int(ma.temp_size_in_bytes)
         return info
 
     def run(n, c):
-        outs = jax.block_until_ready(fn(key, n))
-        if len(outs) > 1:
-            return {"result": float(bool(outs[0])), "count": int(outs[1])}
-        return {"result": float(outs[0])}
+        return result_of(jax.block_until_ready(fn(*call_args(n))))
 
+    prepare = compile_and_warm_up if inputs is None else with_input(inputs, "jax",
+                                                                      compile_and_warm_up)
     return Runner(run, prepare)
 
 
@@ -395,11 +525,8 @@ def jax_runner(w, prng):
 _NUMBA = {}
 
 
-def numba_kernels():
-    if _NUMBA:
-        return _NUMBA
-    from numba import njit, prange
-
+def numba_generated_kernels(njit, prange):
+    """Kernels of (n, seed) that draw x inside the loop, never materializing it."""
     @njit(parallel=True, fastmath=False)
     def random_sum(n, seed):
         # Only the kept quarter: even rows (prange) and even columns; x + 1 summed in place.
@@ -439,25 +566,74 @@ def numba_kernels():
             total += row
         return total
 
-    _NUMBA.update({"random-sum": random_sum, "trig-identity": trig_identity,
-                   "diamond": diamond})
-    return _NUMBA
+    return {"random-sum": random_sum, "trig-identity": trig_identity, "diamond": diamond}
 
 
-def numba_runner(w):
-    kernel = numba_kernels()[w]
+def numba_resident_kernels(njit, prange):
+    """Kernels of the resident x (an N x N float64 array): the same loops, reading x."""
+    @njit(parallel=True, fastmath=False)
+    def random_sum(x):
+        total = 0.0
+        for i in prange((x.shape[0] + 1) // 2):
+            row = 0.0
+            for j in range(0, x.shape[1], 2):
+                row += x[2 * i, j] + 1.0
+            total += row
+        return total
 
-    def prepare(n, c):
+    @njit(parallel=True, fastmath=False)
+    def trig_identity(x):
+        count = 0
+        for i in prange(x.shape[0]):
+            k = 0
+            for j in range(x.shape[1]):
+                s = np.sin(x[i, j])
+                co = np.cos(x[i, j])
+                if s * s + co * co == 1.0:
+                    k += 1
+            count += k
+        return count
+
+    @njit(parallel=True, fastmath=False)
+    def diamond(x):
+        total = 0.0
+        for i in prange(x.shape[0]):
+            row = 0.0
+            for j in range(x.shape[1]):
+                row += np.exp(x[i, j]) - 1.0 / x[i, j]
+            total += row
+        return total
+
+    return {"random-sum": random_sum, "trig-identity": trig_identity, "diamond": diamond}
+
+
+def numba_kernels(resident):
+    if resident not in _NUMBA:
+        from numba import njit, prange
+        make = numba_resident_kernels if resident else numba_generated_kernels
+        _NUMBA[resident] = make(njit, prange)
+    return _NUMBA[resident]
+
+
+def numba_runner(w, inputs):
+    """Generated: kernel(n, seed), compiled on a 4 x 4 problem; resident: kernel(x), compiled on
+    a 4 x 4 float64 array, x made in prepare."""
+    kernel = numba_kernels(inputs is not None)[w]
+    call_args = ((lambda n: (n, 0)) if inputs is None
+                 else (lambda n: (inputs.get("numpy"),)))
+
+    def compile_kernel(n, c):
         t0 = time.perf_counter()
-        kernel(4, 0)  # compiles for (int64, int64)
+        kernel(*((4, 0) if inputs is None else (np.ones((4, 4)),)))
         return {"compile_seconds": time.perf_counter() - t0}
 
     def run(n, c):
-        v = kernel(n, 0)
+        v = kernel(*call_args(n))
         if w == "trig-identity":
             return {"result": float(int(v) == n * n), "count": int(v)}
         return {"result": float(v)}
 
+    prepare = compile_kernel if inputs is None else with_input(inputs, "numpy", compile_kernel)
     return Runner(run, prepare)
 
 
@@ -536,28 +712,58 @@ def glm_runner(peer):
     return Runner(run, prepare)
 
 
-def peer_runner(peer, w, missing):
-    """The Runner for this pair, or a string saying why it is not run."""
-    if peer in missing:
-        return (f"skipped: {PEER_MODULE[peer]} does not import ({missing[peer]}); "
-                "bash scripts/peers.sh installs it in bench/peers/.venv")
-    if w == "logistic-gd":
-        return glm_runner(peer)
-    if peer == "scikit-learn":
-        return "skipped: no scikit-learn counterpart of this expression"
+# Peers that differ from another row only in how x is drawn: where x is made before the timed
+# region (the resident variant, logistic-gd) they would time that row's work again.
+SAME_WORK_AS = {"numpy-default_rng": "numpy", "dask-default_rng": "dask-threads",
+                "jax-philox": "jax"}
+
+
+def resident_runner(peer, w, inputs):
+    if peer in SAME_WORK_AS:
+        return (f"skipped: x is made before timing, so its generator does not matter; the "
+                f"{SAME_WORK_AS[peer]} row times the same work")
     if peer == "numpy":
-        return Runner({"random-sum": numpy_random_sum, "trig-identity": numpy_trig,
-                       "diamond": numpy_diamond}[w])
+        return Runner(lambda n, c: result_of(expression(w, inputs.get("numpy"), np)),
+                      with_input(inputs, "numpy"))
+    if peer == "numexpr":
+        return Runner(lambda n, c: numexpr_eval(w, inputs.get("numpy")),
+                      with_input(inputs, "numpy"))
+    if peer == "jax":
+        return jax_runner(w, None, inputs)
+    if peer == "numba":
+        return numba_runner(w, inputs)
+    return Runner(lambda n, c: dask_resident(w, peer, inputs), with_input(inputs, "dask"))
+
+
+def generated_runner(peer, w):
+    if peer in ("numpy", "numpy-default_rng"):
+        return Runner(lambda n, c: numpy_generated(w, peer, n, c))
     if peer == "numexpr":
         if w == "random-sum":
             return "skipped: NumExpr has no generator; the generation dominates"
-        return Runner({"trig-identity": numexpr_trig, "diamond": numexpr_diamond}[w])
+        return Runner(lambda n, c: numexpr_eval(w, draw(w, np.random.RandomState(0), (n, n))))
     if peer in JAX_PRNG:
-        return jax_runner(w, JAX_PRNG[peer])
+        return jax_runner(w, JAX_PRNG[peer], None)
     if peer == "numba":
-        return numba_runner(w)
-    scheduler = "threads" if peer == "dask-threads" else "synchronous"
-    return Runner(lambda n, c: dask_run(w, n, c, scheduler))
+        return numba_runner(w, None)
+    return Runner(lambda n, c: dask_generated(w, peer, n, c))
+
+
+def peer_runner(peer, w, missing, inputs):
+    """The Runner for this pair, or a string saying why it is not run. `inputs`: the resident
+    variant's ResidentInput; None: x is generated inside the timed region."""
+    if peer in missing:
+        return f"skipped: {missing[peer]}; bash scripts/peers.sh installs the pinned peers"
+    if w == "logistic-gd":
+        if peer in SAME_WORK_AS and peer != "jax-philox":
+            return (f"skipped: the data are made before the timed region; the "
+                    f"{SAME_WORK_AS[peer]} row times the same work")
+        return glm_runner(peer)
+    if peer == "scikit-learn":
+        return "skipped: no scikit-learn counterpart of this expression"
+    if inputs is not None:
+        return resident_runner(peer, w, inputs)
+    return generated_runner(peer, w)
 
 
 def children_cpu():
@@ -567,7 +773,7 @@ def children_cpu():
 
 def kiln_run(args, w, n, c):
     cmd = [args.kiln, "run", w, "--json", "--repeat", str(args.kiln_repeat),
-           "--size", str(n), "--chunk", str(c)]
+           "--size", str(n), "--chunk", str(c)] + ["--resident"] * args.resident
     cpu0 = children_cpu()
     t0 = time.perf_counter()
     p = subprocess.run(cmd, capture_output=True, text=True, check=False, env=KILN_ENV)
@@ -631,7 +837,8 @@ def fmt_bytes(b):
 def run_workload(args, w, missing, lines):
     n, c = sizes(args, w)
     impls = ["kiln"] + args.peers
-    runners = {p: peer_runner(p, w, missing) for p in args.peers}
+    inputs = ResidentInput(w, n, c) if args.resident else None
+    runners = {p: peer_runner(p, w, missing, inputs) for p in args.peers}
     times = {i: [] for i in impls}
     used = {i: 0.0 for i in impls}
     cpu = {i: [] for i in impls}
@@ -670,14 +877,14 @@ def run_workload(args, w, missing, lines):
                 cpu[impl].append(r["cpu_per_wall"])
             results[impl] = r
             lines.append({"kind": "run", "workload": w, "size": n, "chunk": c, "impl": impl,
-                          "round": rnd, **r})
+                          "resident": args.resident, "round": rnd, **r})
             print(f"  {w:14} {impl:13} round {rnd}: {r['seconds']:8.3f} s  "
                   f"{fmt_result(r)}", file=sys.stderr, flush=True)
     kiln_median = statistics.median(times["kiln"])
     summaries = []
     for impl in impls:
         s = {"kind": "summary", "workload": w, "size": n, "chunk": c, "impl": impl,
-             "runs": len(times[impl])}
+             "resident": args.resident, "runs": len(times[impl])}
         if times[impl]:
             med = statistics.median(times[impl])
             s.update(median_seconds=med, min_seconds=min(times[impl]),
@@ -706,10 +913,25 @@ def run_workload(args, w, missing, lines):
     return summaries
 
 
+VARIANT_TITLE = {False: "x generated inside the timed region",
+                 True: "x resident (made before the timed region)"}
+VARIANT_NOTE = {
+    False: "Every implementation draws x with its own generator inside the timed region "
+           "(NumPy, NumExpr, Dask: the legacy RandomState, and NumPy's and Dask's default_rng "
+           "in the *-default_rng rows).",
+    True: "x is made before the timed region and only the expression is timed: Kiln's "
+          "(`kiln run --resident`: its Philox x persisted in memory), and for the peers one "
+          "NumPy default_rng(0) x, persisted by Dask in C x C chunks and put on JAX's device "
+          "(block_until_ready); NumExpr and Numba read the NumPy x. The peers share x's "
+          "values, Kiln's differ (its own generator).",
+}
+
+
 def print_report(args, env, summaries, overhead, end):
     def ver(k):
         return env.get(k) or "missing"
-    print(f"## Seed workloads: Kiln vs NumPy {env['numpy']}, NumExpr {ver('numexpr')} "
+    print(f"## Seed workloads, {VARIANT_TITLE[args.resident]}: Kiln vs NumPy {env['numpy']}, "
+          f"NumExpr {ver('numexpr')} "
           f"({env.get('numexpr_threads')} threads), Dask {ver('dask')}, JAX {ver('jax')} "
           f"(jaxlib {ver('jaxlib')}), Numba {ver('numba')} "
           f"({env.get('numba_threads')} threads, {env.get('numba_threading_layer')} layer), "
@@ -722,7 +944,8 @@ def print_report(args, env, summaries, overhead, end):
           "found in the on-disk cache cost ~0), JAX's trace + lower + XLA compile, Numba's "
           "first call. CPU/wall: process CPU time over wall time of the timed call (Kiln: of "
           "the whole `kiln run` process). memory: Kiln's peak_bytes (its own allocations), "
-          "JAX's XLA temp buffers (compiled.memory_analysis()); not measured for the others.\n")
+          "JAX's XLA temp buffers (compiled.memory_analysis()); not measured for the others. "
+          + VARIANT_NOTE[args.resident] + "\n")
     print("| workload | N | C | implementation | median s | runs | Kiln speed-up | compile s "
           "| CPU/wall | memory | result |")
     print("| --- | ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |")
@@ -766,8 +989,7 @@ def main():
     env = environment(args)
     lines = [env]
     for peer, err in env["missing"].items():
-        print(f"seeds_peers: skipping {peer}: {PEER_MODULE[peer]} does not import ({err})",
-              file=sys.stderr)
+        print(f"seeds_peers: skipping {peer}: {err}", file=sys.stderr)
 
     start = time.perf_counter()
     summaries = []

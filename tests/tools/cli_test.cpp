@@ -1,33 +1,133 @@
 // The kiln command: --json fields and results, list, errors.
-#include <array>
 #include <cstdio>
 #include <fstream>
-#include <memory>
+#include <map>
+#include <sstream>
 
 #include <nlohmann/json.hpp>
 
 #include "oracle.hpp"
+#include "shell.hpp"
 
 namespace {
-std::string run(const std::string& args, int* rc = nullptr) {
-  std::string cmd = std::string(KILN_CLI_PATH) + " " + args + " 2>&1";
-  std::unique_ptr<FILE, int (*)(FILE*)> p(popen(cmd.c_str(), "r"), pclose);
-  std::string out;
-  std::array<char, 4096> buf;
-  size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), p.get())) > 0) out.append(buf.data(), n);
-  int status = pclose(p.release());
-  if (rc) *rc = WEXITSTATUS(status);
-  return out;
+// Runs the kiln command; returns what it wrote where `redirect` sends it (default: stdout and
+// stderr both).
+std::string run(const std::string& args, int* rc = nullptr, const std::string& redirect = "2>&1") {
+  return kt::shell(std::string(KILN_CLI_PATH) + " " + args + " " + redirect, rc);
 }
 }  // namespace
 
 TEST(Cli, RunJsonHasTheDocumentedFields) {
   std::string out = run("run random-sum --size 400 --chunk 100 --json --repeat 2");
-  for (const char* f : {"\"workload\":\"random-sum\"", "\"size\":400", "\"chunk\":100",
-                        "\"threads\"", "\"fused\":true", "\"result\"", "\"seconds\"",
-                        "\"compile_seconds\"", "\"tasks\":19", "\"kernels\":1", "\"peak_bytes\""})
+  for (const char* f :
+       {"\"workload\":\"random-sum\"", "\"size\":400", "\"chunk\":100", "\"threads\"",
+        "\"fused\":true", "\"result\"", "\"seconds\"", "\"compile_seconds\"", "\"tasks\":19",
+        "\"kernels\":1", "\"peak_bytes\"", "\"push_slices\":true", "\"peak_rss_bytes\""})
     EXPECT_NE(out.find(f), std::string::npos) << f << " in " << out;
+}
+
+TEST(Cli, RunJsonReportsThePeakResidentSetOfTheProcess) {
+  nlohmann::json j = nlohmann::json::parse(run("run diamond --size 600 --chunk 200 --json"));
+  ASSERT_TRUE(j["peak_rss_bytes"].is_number_integer()) << j;
+  int64_t rss = j["peak_rss_bytes"].get<int64_t>(), peak = j["peak_bytes"].get<int64_t>();
+  // The whole process (the LLVM JIT alone maps tens of MiB), not only Kiln's blocks; in bytes.
+  EXPECT_GT(rss, int64_t{8} << 20) << j;
+  EXPECT_LT(rss, int64_t{64} << 30) << j;
+  EXPECT_GT(rss, peak) << j;
+}
+
+TEST(Cli, RunRejectsNumbersOutOfRange) {
+  const char* cases[][2] = {{"--size -5", "--size"},
+                            {"--size 0", "--size"},
+                            {"--size 99999999999999999999", "--size"},
+                            {"--size 12abc", "--size"},
+                            {"--chunk 0", "--chunk"},
+                            {"--chunk -1", "--chunk"},
+                            {"--threads -1", "--threads"},
+                            {"--threads 0", "--threads"},
+                            {"--threads 100000", "--threads"},
+                            {"--repeat 0", "--repeat"},
+                            {"--repeat 9223372036854775808", "--repeat"}};
+  for (const auto& c : cases) {
+    int rc = 0;
+    std::string out = run(std::string("run random-sum --size 100 --chunk 50 --json ") + c[0], &rc);
+    EXPECT_EQ(rc, 2) << c[0] << ": " << out;
+    EXPECT_NE(out.find(std::string(c[1]) + ": expected an integer in ["), std::string::npos)
+        << c[0] << ": " << out;
+    EXPECT_EQ(out.find("\"result\""), std::string::npos) << c[0] << " ran: " << out;
+  }
+  int rc = 0;
+  std::string out = run("seeds --repeat 0", &rc);
+  EXPECT_EQ(rc, 2) << out;
+  EXPECT_NE(out.find("--repeat: expected an integer in [1, "), std::string::npos) << out;
+  // The limits themselves are accepted.
+  out = run("run random-sum --size 1 --chunk 1 --threads 1 --repeat 1 --json", &rc);
+  EXPECT_EQ(rc, 0) << out;
+  EXPECT_NE(out.find("\"size\":1,"), std::string::npos) << out;
+}
+
+TEST(Cli, SolverWorkloadsRefuseDotAndTrace) {
+  for (const char* opt : {"--emit-dot", "--trace"}) {
+    std::string file = kt::tmpdir() + "/solver.out";
+    std::remove(file.c_str());
+    int rc = 0;
+    std::string out =
+        run(std::string("run logistic-gd --size 1000 --chunk 500 ") + opt + " " + file, &rc);
+    EXPECT_EQ(rc, 2) << out;
+    EXPECT_NE(out.find("--emit-dot and --trace record one compute(); 'logistic-gd' is a solver"),
+              std::string::npos)
+        << out;
+    EXPECT_FALSE(std::ifstream(file).good()) << opt << " wrote " << file;
+  }
+}
+
+TEST(Cli, WriteFailuresAreReported) {
+  // stderr to the pipe, stdout to a full device.
+  const std::string to_full = "2>&1 >/dev/full";
+  for (const char* args : {"list", "run random-sum --size 100 --chunk 50 --json",
+                           "run random-sum --size 100 --chunk 50", "seeds --quick --repeat 1"}) {
+    int rc = 0;
+    std::string err = run(args, &rc, to_full);
+    EXPECT_EQ(rc, 2) << args << ": " << err;
+    EXPECT_NE(err.find("kiln: cannot write to standard output: No space left on device"),
+              std::string::npos)
+        << args << ": " << err;
+  }
+  int rc = 0;
+  std::string out = run("run random-sum --size 100 --chunk 50 --emit-dot /dev/full", &rc);
+  EXPECT_EQ(rc, 2) << out;
+  EXPECT_NE(out.find("cannot write the DOT file '/dev/full'"), std::string::npos) << out;
+  out = run("run random-sum --size 100 --chunk 50 --trace /dev/full", &rc);
+  EXPECT_EQ(rc, 2) << out;
+  EXPECT_NE(out.find("cannot write the trace file '/dev/full'"), std::string::npos) << out;
+  std::string trace = kt::tmpdir() + "/full.json";
+  out = run("run random-sum --size 100 --chunk 50 --trace " + trace, &rc);
+  ASSERT_EQ(rc, 0) << out;
+  out = run("report " + trace + " -o /dev/full", &rc);
+  EXPECT_EQ(rc, 2) << out;
+  EXPECT_NE(out.find("kiln report: cannot write '/dev/full'"), std::string::npos) << out;
+}
+
+TEST(Cli, SeedsQuickRunsEveryWorkloadAtATwentiethOfItsSize) {
+  int rc = 0;
+  std::string out = run("seeds --quick --repeat 1", &rc);
+  ASSERT_EQ(rc, 0) << out;
+  std::map<std::string, std::vector<std::string>> rows;  // "name fused" -> N, C
+  std::istringstream lines(out);
+  for (std::string line; std::getline(lines, line);) {
+    std::istringstream f(line);
+    std::string name, n, c, fused;
+    if (f >> name >> n >> c >> fused && (fused == "yes" || fused == "no"))
+      rows[name + " " + fused] = {n, c};
+  }
+  using V = std::vector<std::string>;
+  EXPECT_EQ(rows["random-sum yes"], (V{"1000", "100"})) << out;
+  EXPECT_EQ(rows["random-sum no"], (V{"500", "100"})) << out;
+  EXPECT_EQ(rows["trig-identity yes"], (V{"500", "100"})) << out;
+  EXPECT_EQ(rows["diamond no"], (V{"250", "100"})) << out;
+  EXPECT_EQ(rows["logistic-gd yes"], (V{"50000", "5000"})) << out;
+  EXPECT_EQ(rows.size(), 8u) << out;
+  EXPECT_NE(out.find("fused-graph summary of each workload:"), std::string::npos);
 }
 
 TEST(Cli, UnfusedGivesTheSameResult) {
@@ -39,6 +139,34 @@ TEST(Cli, UnfusedGivesTheSameResult) {
   };
   EXPECT_NEAR(result(a), result(b), 1e-9 * std::abs(result(a)));
   EXPECT_NE(b.find("\"fused\":false"), std::string::npos);
+}
+
+TEST(Cli, ResidentInputGivesTheSameResult) {
+  // The same seed and stream: x's values are the same whether the kernel generates them or
+  // reads them from the buffer computed before the timed region.
+  for (const char* w : {"random-sum", "trig-identity"}) {
+    std::string args = std::string("run ") + w + " --size 200 --chunk 50 --json";
+    nlohmann::json gen = nlohmann::json::parse(run(args, nullptr, "2>/dev/null"));
+    nlohmann::json res = nlohmann::json::parse(run(args + " --resident", nullptr, "2>/dev/null"));
+    EXPECT_EQ(gen["resident"], false) << gen;
+    EXPECT_EQ(res["resident"], true) << res;
+    EXPECT_DOUBLE_EQ(res["result"].get<double>(), gen["result"].get<double>()) << w;
+    if (gen.contains("count")) EXPECT_EQ(res["count"], gen["count"]) << w;
+  }
+  // (x + 1)[::2, ::2].sum() of 100 x 100 draws of N(10, 1): 110000, standard deviation 100.
+  nlohmann::json j = nlohmann::json::parse(
+      run("run random-sum --resident --size 200 --chunk 50 --json", nullptr, "2>/dev/null"));
+  EXPECT_NEAR(j["result"].get<double>(), 110000.0, 500.0) << j;
+}
+
+TEST(Cli, ResidentIsRefusedForTheSolver) {
+  int rc = 0;
+  std::string out = run("run logistic-gd --resident --size 1000 --chunk 500", &rc);
+  EXPECT_EQ(rc, 2) << out;
+  EXPECT_NE(out.find("'logistic-gd' makes its data before its timed solver already"),
+            std::string::npos)
+      << out;
+  EXPECT_NE(run("run --help").find("--resident"), std::string::npos);
 }
 
 TEST(Cli, ListAndUnknownWorkload) {
@@ -61,11 +189,20 @@ TEST(Cli, EmitIrAndDot) {
   EXPECT_NE(text.find("digraph"), std::string::npos);
   EXPECT_NE(text.find("kernel 0"), std::string::npos);
   // Unfused, the element-wise intermediates are stored per block; the result is one buffer.
+  // push_slices still runs: x + 1 is made over the (50, 50) elements the slice keeps.
   std::string unfused = run("run random-sum --size 100 --chunk 50 --no-fuse --emit-ir");
-  EXPECT_NE(unfused.find("Binary[add] float64 (100, 100): per block, each freed at its last "
+  EXPECT_NE(unfused.find("Binary[add] float64 (50, 50): per block, each freed at its last "
                          "reader"),
             std::string::npos)
       << unfused;
+  EXPECT_EQ(unfused.find("(100, 100): per block"), std::string::npos) << unfused;
+  // --no-push-slices leaves the slice where it was built: x + 1 over all (100, 100) elements.
+  std::string unpushed =
+      run("run random-sum --size 100 --chunk 50 --no-fuse --no-push-slices --emit-ir --json");
+  EXPECT_NE(unpushed.find("Binary[add] float64 (100, 100): per block"), std::string::npos)
+      << unpushed;
+  EXPECT_EQ(unpushed.find("; IR after push_slices"), std::string::npos) << unpushed;
+  EXPECT_NE(unpushed.find("\"push_slices\":false"), std::string::npos) << unpushed;
   EXPECT_NE(unfused.find("Reduce[sum axes=0,1] float64 (): one buffer (an output)"),
             std::string::npos);
 }
@@ -116,4 +253,95 @@ TEST(Cli, ReportRejectsMalformedTraces) {
   std::string out = run("report " + bad, &rc);
   EXPECT_EQ(rc, 2);
   EXPECT_NE(out.find("traceEvents"), std::string::npos) << out;
+}
+
+namespace {
+// A trace of two task events on workers 0 and 1 (0-10 us and 5-15 us); the second event's
+// fields after "ph" are `fields` (traceEvents[2]).
+std::string trace_with(const std::string& fields) {
+  std::string path = kt::tmpdir() + "/two.json";
+  std::ofstream(path) << R"({"traceEvents":[
+{"name":"thread_name","ph":"M","pid":1,"tid":0,"args":{"name":"worker 0"}},
+{"name":"kernel 0","cat":"kernel","ph":"X","pid":1,"tid":0,"ts":0,"dur":10,"args":{"block":0}},
+{"name":"kernel 0","cat":"kernel","ph":"X","pid":1,)"
+                      << fields << "}]}";
+  return path;
+}
+}  // namespace
+
+TEST(Cli, ReportSummarizesAValidTrace) {
+  int rc = 0;
+  std::string svg = kt::tmpdir() + "/two.svg";
+  std::string out = run(
+      "report " + trace_with(R"("tid":1,"ts":5,"dur":10,"args":{"block":1})") + " -o " + svg, &rc);
+  EXPECT_EQ(rc, 0) << out;
+  // 20 us of tasks on 2 workers over 15 us.
+  EXPECT_NE(out.find("2 tasks on 2 workers over 0.015 ms, workers busy 67%"), std::string::npos)
+      << out;
+}
+
+TEST(Cli, ReportMapsThreadIdsToLanes) {
+  int rc = 0;
+  std::string svg = kt::tmpdir() + "/lanes.svg";
+  std::string out =
+      run("report " + trace_with(R"("tid":2000000000,"ts":5,"dur":10)") + " -o " + svg, &rc);
+  ASSERT_EQ(rc, 0) << out;
+  EXPECT_NE(out.find("2 tasks on 2 workers"), std::string::npos) << out;
+  std::ifstream f(svg);
+  std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find(">worker 2000000000<"), std::string::npos);
+  EXPECT_NE(text.find(">worker 0<"), std::string::npos);
+  EXPECT_LT(text.size(), 10000u);  // two lanes, not two billion rows
+}
+
+TEST(Cli, ReportCountsOverlappingTasksOnceTowardsBusyTime) {
+  int rc = 0;
+  // Worker 0 runs 0-10 us and (overlapping) 5-15 us: busy 15 of 15 us, not 133%.
+  std::string out = run("report " + trace_with(R"("tid":0,"ts":5,"dur":10)"), &rc);
+  ASSERT_EQ(rc, 0) << out;
+  EXPECT_NE(out.find("2 tasks on 1 workers over 0.015 ms, workers busy 100%"), std::string::npos)
+      << out;
+}
+
+TEST(Cli, ReportNamesTheBadFieldAndEvent) {
+  const char* cases[][2] = {
+      {R"("tid":1,"ts":"x","dur":10)",
+       R"(traceEvents[2].ts: expected microseconds, a number in [0, 1e15], got "x")"},
+      {R"("tid":1,"ts":5,"dur":-5)",
+       "traceEvents[2].dur: expected microseconds, a number in [0, 1e15], got -5"},
+      {R"("tid":1,"ts":5,"dur":1e300)", "traceEvents[2].dur: expected microseconds"},
+      {R"("tid":1,"ts":-1,"dur":1)", "traceEvents[2].ts: expected microseconds"},
+      {R"("tid":1,"dur":1)",
+       "traceEvents[2].ts: expected microseconds, a number in [0, 1e15], got nothing"},
+      {R"("tid":"a","ts":5,"dur":1)",
+       R"(traceEvents[2].tid: expected an integer (64-bit), got "a")"},
+      {R"("tid":1.5,"ts":5,"dur":1)", "traceEvents[2].tid: expected an integer (64-bit), got 1.5"},
+      {R"("tid":18446744073709551615,"ts":5,"dur":1)", "traceEvents[2].tid: expected an integer"},
+      {R"("tid":1,"ts":5,"dur":1,"name":3)", "traceEvents[2].name: expected a string, got 3"},
+      {R"("tid":1,"ts":5,"dur":1,"cat":null)", "traceEvents[2].cat: expected a string, got null"},
+      {R"("tid":1,"ts":5,"dur":1,"args":[1])", "traceEvents[2].args: expected an object, got [1]"},
+      {R"("tid":1,"ts":5,"dur":1,"args":{"block":"b"})",
+       R"(traceEvents[2].args.block: expected an integer (64-bit), got "b")"},
+  };
+  for (const auto& c : cases) {
+    int rc = 0;
+    std::string out = run("report " + trace_with(c[0]), &rc);
+    EXPECT_EQ(rc, 2) << c[0] << ": " << out;
+    EXPECT_NE(out.find(std::string("kiln: kiln report: ") + c[1]), std::string::npos)
+        << c[0] << ": " << out;
+  }
+  std::string bad = kt::tmpdir() + "/notobject.json";
+  std::ofstream(bad) << R"({"traceEvents":[{"ph":"X","ts":0,"dur":1},3]})";
+  int rc = 0;
+  std::string out = run("report " + bad, &rc);
+  EXPECT_EQ(rc, 2);
+  EXPECT_NE(out.find("traceEvents[1]: expected an object, got 3"), std::string::npos) << out;
+  std::ofstream(bad) << R"({"traceEvents":[{"ph":3}]})";
+  out = run("report " + bad, &rc);
+  EXPECT_EQ(rc, 2);
+  EXPECT_NE(out.find("traceEvents[0].ph: expected a string, got 3"), std::string::npos) << out;
+  std::ofstream(bad) << R"({"traceEvents":[{"ph":"X","cat":"compile","ts":0,"dur":1}]})";
+  out = run("report " + bad, &rc);
+  EXPECT_EQ(rc, 2);
+  EXPECT_NE(out.find("the trace has no task events"), std::string::npos) << out;
 }

@@ -28,6 +28,10 @@ class Lowerer {
         ko.fn = r.reduce_fn();
         ko.type = r.dtype;
         if (ko.fn == ReduceFn::All || ko.fn == ReduceFn::Any) ko.type = DType::Bool;
+        // float32 sums accumulate in float64 (and round once at the end): NumPy's pairwise
+        // float32 sum loses ~log2(n) ulps, a float32 accumulator far more.
+        if ((ko.fn == ReduceFn::Sum || ko.fn == ReduceFn::Mean) && r.dtype == DType::Float32)
+          ko.type = DType::Float64;
         for (int ax : r.reduce_axes()) ko.reduced_mask |= 1u << ax;
         if (ko.fn == ReduceFn::ArgMin || ko.fn == ReduceFn::ArgMax) {
           // Accumulate the input's values plus their index: C order over the reduced dims.
@@ -135,16 +139,27 @@ class Lowerer {
     return add_leaf(l, LeafBinding{}, m);
   }
 
-  // A node read by this group: a materialized array is loaded; anything else is computed.
-  int value_of(const Node& n) {
-    auto it = memo_.find(&n);
-    if (it != memo_.end()) return it->second;
-    int v;
-    if (f_.producer.count(&n))
-      v = leaf(n, AffineMap{0, c_strides(n.shape)}, n.dtype, true);
-    else
-      v = compute(n);
-    return memo_[&n] = v;
+  // A node read by this group: a materialized array is loaded; anything else is computed. The
+  // element-wise operands are lowered first, in an explicit post-order (no recursion: a fused
+  // chain can be as long as the fusion size limit allows, and the graph much deeper).
+  int value_of(const Node& root) {
+    if (auto it = memo_.find(&root); it != memo_.end()) return it->second;
+    std::vector<std::pair<const Node*, bool>> stack{{&root, false}};  // (node, operands done)
+    while (!stack.empty()) {
+      auto [n, ready] = stack.back();
+      stack.pop_back();
+      if (memo_.count(n)) continue;
+      bool materialized = f_.producer.count(n) > 0;
+      if (!ready && !materialized && op_category(n->op) == OpCategory::Elementwise) {
+        stack.push_back({n, true});
+        for (size_t k = n->inputs.size(); k-- > 0;)  // the first operand is lowered first
+          if (!memo_.count(n->in(k).get())) stack.push_back({n->in(k).get(), false});
+        continue;
+      }
+      memo_[n] =
+          materialized ? leaf(*n, AffineMap{0, c_strides(n->shape)}, n->dtype, true) : compute(*n);
+    }
+    return memo_.at(&root);
   }
 
   // Resolves a chain of views down to a leaf or a materialized node, composing index maps.

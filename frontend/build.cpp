@@ -80,6 +80,20 @@ NodeRef scalar_node(DType dtype, double f, int64_t i) {
   return ctx().make(Op::Scalar, dtype, {}, {}, {}, std::move(a));
 }
 
+// A Python-style ("weak") scalar converted to the array's dtype t. NEP 50: an integer that does
+// not fit an integer dtype is an error, not a silent wrap (int32_array + 2**40).
+NodeRef scalar_node(const std::string& op, const Scalar& s, DType t) {
+  if (s.kind == ScalarKind::Int && is_int(t)) {
+    bool fits = !s.beyond_int64 && (t != DType::Int32 || (s.i >= INT32_MIN && s.i <= INT32_MAX));
+    if (!fits)
+      throw Error(op + ": the integer scalar " +
+                  (s.beyond_int64 ? std::string("above 2^63 - 1") : std::to_string(s.i)) +
+                  " is out of bounds for " + dtype_name(t) +
+                  " (NEP 50); convert the array first, " + "e.g. astype(int64) or astype(float64)");
+  }
+  return scalar_node(t, s.f, s.i);
+}
+
 NodeRef cast_node(const NodeRef& a, DType t) {
   if (a->dtype == t) return a;
   if (a->op == Op::Scalar) return scalar_node(t, scalar_as_double(*a), scalar_as_int(*a));

@@ -13,6 +13,9 @@ inline Context& ctx() { return Context::global(); }
 Chunks make_chunks(const std::string& op, const Shape& shape, const Shape& block);
 // A Scalar node of the given dtype holding v.
 NodeRef scalar_node(DType dtype, double f, int64_t i);
+// A Python-style ("weak") scalar converted to dtype t for operation `op`. NEP 50: an integer that
+// does not fit an integer dtype is a kiln::Error, not a silent wrap (int32_array + 2**40).
+NodeRef scalar_node(const std::string& op, const Scalar& s, DType t);
 NodeRef cast_node(const NodeRef& a, DType t);
 NodeRef broadcast_node(const NodeRef& a, const Shape& shape, const Chunks& chunks);
 // NumPy's broadcast of two shapes; throws kiln::Error naming op and both shapes.

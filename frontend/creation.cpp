@@ -29,13 +29,13 @@ NodeRef iota(int64_t n, const Shape& chunks, const char* op) {
 }
 }  // namespace
 
-Array scalar(Scalar v) { return Array(scalar_node(scalar_dtype(v), v.f, v.i)); }
-Array scalar(Scalar v, DType dtype) { return Array(scalar_node(dtype, v.f, v.i)); }
+Array scalar(Scalar v) { return Array(scalar_node("scalar", v, scalar_dtype(v))); }
+Array scalar(Scalar v, DType dtype) { return Array(scalar_node("scalar", v, dtype)); }
 
 namespace {
 Array filled(const char* op, const Shape& shape, Scalar value, DType dtype, const Shape& chunks) {
   Chunks c = make_chunks(op, shape, chunks);
-  return Array(broadcast_node(scalar_node(dtype, value.f, value.i), shape, c));
+  return Array(broadcast_node(scalar_node(op, value, dtype), shape, c));
 }
 }  // namespace
 

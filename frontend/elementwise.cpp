@@ -41,13 +41,31 @@ DType result_type(BinaryFn f, DType compute) {
   return is_comparison(f) || f == BinaryFn::And || f == BinaryFn::Or ? DType::Bool : compute;
 }
 
+bool is_bitwise(BinaryFn f) {
+  return f == BinaryFn::BitAnd || f == BinaryFn::BitOr || f == BinaryFn::BitXor ||
+         f == BinaryFn::LeftShift || f == BinaryFn::RightShift;
+}
+
+// The dtypes an operation refuses, as NumPy does (float bitwise ops) or where NumPy's result
+// dtype (int8 for bool // bool and bool << bool) does not exist in Kiln.
+void check_operand_types(BinaryFn f, DType a, DType b, DType ct) {
+  std::string op = binary_name(f);
+  std::string operands = std::string(" (operands ") + dtype_name(a) + ", " + dtype_name(b) + ")";
+  if (f == BinaryFn::Sub && ct == DType::Bool)
+    throw Error("subtract: boolean subtract is not supported" + operands +
+                "; use logical_xor-style expressions or astype(int)");
+  if (is_bitwise(f) && is_float(ct))
+    throw Error(op + ": only integer and bool operands are supported" + operands);
+  bool shift = f == BinaryFn::LeftShift || f == BinaryFn::RightShift;
+  if ((shift || f == BinaryFn::FloorDiv) && ct == DType::Bool)
+    throw Error(op + ": bool operands are not supported" + operands +
+                " (NumPy gives int8, which Kiln lacks); use astype(int32) first");
+}
+
 Array make_binary(BinaryFn f, NodeRef a, NodeRef b, DType promoted) {
   std::string op = binary_name(f);
   DType ct = compute_type(f, promoted);
-  if ((f == BinaryFn::Sub) && ct == DType::Bool)
-    throw Error(
-        "subtract: boolean subtract is not supported (operands bool, bool); use "
-        "logical_xor-style expressions or astype(int)");
+  check_operand_types(f, a->dtype, b->dtype, ct);
   Shape shape = broadcast_shapes(op, a->shape, b->shape);
   Chunks chunks = elementwise_chunks(shape, {a, b});
   a = broadcast_node(cast_node(a, ct), shape, chunks);
@@ -56,8 +74,6 @@ Array make_binary(BinaryFn f, NodeRef a, NodeRef b, DType promoted) {
   attrs.ints = {static_cast<int64_t>(f)};
   return Array(ctx().make(Op::Binary, result_type(f, ct), shape, chunks, {a, b}, attrs));
 }
-
-NodeRef weak_scalar(const Scalar& s, DType t) { return scalar_node(t, s.f, s.i); }
 
 void check_array(const Array& a, const char* op) {
   if (!a.node()) throw Error(std::string(op) + ": operand is an empty (default-constructed) Array");
@@ -74,13 +90,17 @@ Array binary(BinaryFn f, const Array& a, const Array& b) {
 Array binary(BinaryFn f, const Array& a, Scalar b) {
   check_array(a, binary_name(f));
   DType t = promote_scalar(a.dtype(), b.kind);
-  return make_binary(f, a.node(), weak_scalar(b, t), t);
+  if (f == BinaryFn::Pow && is_int(t) && b.kind == ScalarKind::Int && b.i < 0)
+    throw Error("power: integers to negative integer powers are not allowed (" +
+                std::string(dtype_name(a.dtype())) + " array ** " + std::to_string(b.i) +
+                "); use a float exponent, e.g. ** " + std::to_string(b.i) + ".0");
+  return make_binary(f, a.node(), scalar_node(binary_name(f), b, t), t);
 }
 
 Array binary(BinaryFn f, Scalar a, const Array& b) {
   check_array(b, binary_name(f));
   DType t = promote_scalar(b.dtype(), a.kind);
-  return make_binary(f, weak_scalar(a, t), b.node(), t);
+  return make_binary(f, scalar_node(binary_name(f), a, t), b.node(), t);
 }
 
 Array unary(UnaryFn f, const Array& a) {
@@ -90,6 +110,9 @@ Array unary(UnaryFn f, const Array& a) {
   if (f == UnaryFn::Neg && in->dtype == DType::Bool)
     throw Error("negative: the - operator is not supported for bool arrays (shape " +
                 shape_str(in->shape) + "); use logical_not or ~ instead");
+  if (f == UnaryFn::Invert && is_float(in->dtype))
+    throw Error(std::string("invert: only integer and bool operands are supported (operand ") +
+                dtype_name(in->dtype) + ", shape " + shape_str(in->shape) + ")");
   if (is_float_ufunc(f)) {
     out = float_result(in->dtype);
     in = cast_node(in, out);
@@ -116,10 +139,10 @@ Array where(const Array& cond, const Array& a, const Array& b) {
 }
 
 Array where(const Array& cond, Scalar a, const Array& b) {
-  return where(cond, Array(weak_scalar(a, promote_scalar(b.dtype(), a.kind))), b);
+  return where(cond, Array(scalar_node("where", a, promote_scalar(b.dtype(), a.kind))), b);
 }
 Array where(const Array& cond, const Array& a, Scalar b) {
-  return where(cond, a, Array(weak_scalar(b, promote_scalar(a.dtype(), b.kind))));
+  return where(cond, a, Array(scalar_node("where", b, promote_scalar(a.dtype(), b.kind))));
 }
 Array where(const Array& cond, Scalar a, Scalar b) {
   DType ta = a.kind == ScalarKind::Float ? DType::Float64
@@ -129,7 +152,7 @@ Array where(const Array& cond, Scalar a, Scalar b) {
              : b.kind == ScalarKind::Int ? DType::Int64
                                          : DType::Bool;
   DType t = promote(ta, tb);
-  return where(cond, Array(weak_scalar(a, t)), Array(weak_scalar(b, t)));
+  return where(cond, Array(scalar_node("where", a, t)), Array(scalar_node("where", b, t)));
 }
 
 Array clip(const Array& a, Scalar lo, Scalar hi) { return minimum(maximum(a, lo), hi); }

@@ -56,6 +56,7 @@ std::string node_label(const Node& n) {
            << (a.cls == 1   ? "=0"
                : a.cls == 2 ? "=1"
                : a.cls == 3 ? "=2"
+               : a.cls == 4 ? "=-0"
                             : "")
            << "]";
       else if (is_float(n.dtype))

@@ -1,5 +1,7 @@
 #include "ir/node.hpp"
 
+#include <cmath>
+
 #include <algorithm>
 #include <unordered_set>
 
@@ -200,6 +202,12 @@ double scalar_as_double(const Node& n) {
 }
 int64_t scalar_as_int(const Node& n) {
   return is_float(n.dtype) ? static_cast<int64_t>(n.attrs.f) : n.attrs.i;
+}
+
+ScalarClass scalar_class_of(const Node& scalar) {
+  double x = scalar_as_double(scalar);
+  if (x == 0) return std::signbit(x) ? ScalarClass::NegZero : ScalarClass::Zero;
+  return x == 1 ? ScalarClass::One : x == 2 ? ScalarClass::Two : ScalarClass::Other;
 }
 
 std::vector<const Node*> topo_order(const std::vector<NodeRef>& roots) {

@@ -59,7 +59,7 @@ struct Attrs {
   const void* ptr = nullptr;
   std::shared_ptr<const void> owner;
   // Template graphs (values stripped for plan caching): the parameter slot, and for scalars the
-  // value class that simplification may depend on (0 other, 1 zero, 2 one, 3 two).
+  // value class that simplification may depend on (a ScalarClass).
   int32_t slot = -1;
   uint8_t cls = 0;
 
@@ -112,6 +112,12 @@ class Context {
 // Scalar value of a Scalar node as double / int64, whatever its dtype.
 double scalar_as_double(const Node& n);
 int64_t scalar_as_int(const Node& n);
+
+// The value classes of a scalar that simplification rules may depend on; a parameterized scalar
+// keeps its class, so plans are shared only between scalars of one class. +0.0 and -0.0 are
+// different classes (x + 0.0 is not x when x is -0.0).
+enum class ScalarClass : uint8_t { Other = 0, Zero = 1, One = 2, Two = 3, NegZero = 4 };
+ScalarClass scalar_class_of(const Node& scalar);
 
 // Nodes reachable from roots, inputs before users (iterative; safe for very deep graphs).
 std::vector<const Node*> topo_order(const std::vector<NodeRef>& roots);

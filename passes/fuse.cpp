@@ -27,6 +27,50 @@ std::string materialize_reason(const Node& n, bool enabled, bool is_output) {
   return "";
 }
 
+// Compile time grows faster than linearly with a kernel's size (LLVM's passes over one long
+// basic block: 1000 sin/+ ops took 0.3 s, 4000 took 3.5 s), so a group stops growing past this
+// many cost units and the node that crosses it is materialized. One unit per element-wise op,
+// kTranscendentalCost per call into the vector math library (several times the code of an add).
+// Measured with bench/jit_bench.cpp (BM_CompileKernel); see bench/RESULTS.md.
+constexpr int64_t kMaxKernelCost = 512;
+constexpr int64_t kTranscendentalCost = 4;
+
+int64_t op_cost(const Node& n) {
+  if (n.op == Op::Binary) return n.binary() == BinaryFn::Pow ? kTranscendentalCost : 1;
+  if (n.op != Op::Unary) return 1;
+  switch (n.unary()) {
+    case UnaryFn::Exp:
+    case UnaryFn::Expm1:
+    case UnaryFn::Log:
+    case UnaryFn::Log1p:
+    case UnaryFn::Sin:
+    case UnaryFn::Cos:
+    case UnaryFn::Tan:
+    case UnaryFn::Tanh:
+    case UnaryFn::Arcsin:
+    case UnaryFn::Arccos:
+    case UnaryFn::Arctan:
+    case UnaryFn::Sigmoid:
+      return kTranscendentalCost;
+    default:
+      return 1;
+  }
+}
+
+// Estimated cost of computing `n` inline: its own op plus its operands' inline costs (a shared
+// operand of a diamond counts once per distinct operand of each node, so deep diamonds are
+// over-estimated: they split earlier, never later). Saturates well above the limit.
+int64_t inline_cost(const Node& n, const std::unordered_map<const Node*, int64_t>& cost) {
+  int64_t c = op_cost(n);
+  for (size_t k = 0; k < n.inputs.size(); ++k) {
+    bool repeated = false;
+    for (size_t j = 0; j < k; ++j) repeated = repeated || n.inputs[j] == n.inputs[k];
+    auto it = cost.find(n.in(k).get());
+    if (!repeated && it != cost.end()) c = std::min(c + it->second, 4 * kMaxKernelCost);
+  }
+  return c;
+}
+
 // Fills f->producer and every group's deps: the groups that fill a materialized node it reads.
 void compute_deps(FusedGraph* f) {
   f->producer.clear();
@@ -70,10 +114,18 @@ FusedGraph fuse(const Graph& g, bool enabled) {
   f.node_count = order.size();
   std::unordered_map<const Node*, std::string> reason;
   for (const auto& o : g.outputs) reason[o.get()] = materialize_reason(*o, enabled, true);
+  std::unordered_map<const Node*, int64_t> cost;  // inline cost of computed element-wise nodes
   for (const Node* n : order) {
     if (!reason.count(n)) {
       std::string r = materialize_reason(*n, enabled, false);
       if (!r.empty()) reason[n] = r;
+    }
+    if (op_category(n->op) == OpCategory::Elementwise && !is_scalar_like(*n)) {
+      int64_t c = inline_cost(*n, cost);
+      if (c > kMaxKernelCost && !reason.count(n))
+        reason[n] = "kernel size limit (" + std::to_string(c) + " cost units fused, limit " +
+                    std::to_string(kMaxKernelCost) + ": compile time grows faster than the kernel)";
+      if (!reason.count(n)) cost[n] = c;
     }
     // A view is folded into the index map of the chain's base (a leaf or a materialized array).
     // If its input is computed, or the chain does not compose (a reshape of a non-contiguous

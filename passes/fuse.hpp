@@ -5,6 +5,8 @@
 // where an array must exist in memory; each such boundary is recorded with its reason.
 // Several groups over the same domain that do not depend on each other are merged into one
 // kernel with several outputs (compute(x.sum(), x.max()) reads x once).
+// A group also ends where its estimated size passes a limit (compile time grows faster than the
+// kernel): that boundary's reason is "kernel size limit".
 // Requires: push_slices has run (views sit on leaves or on materialized nodes).
 #pragma once
 #include <string>

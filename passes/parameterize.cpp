@@ -15,10 +15,7 @@ Graph parameterize(const Graph& g, std::vector<ParamValue>* params) {
     v.owner = a.owner;
     a.slot = static_cast<int32_t>(params->size());
     params->push_back(std::move(v));
-    if (n->op == Op::Scalar) {
-      double x = scalar_as_double(*n);
-      a.cls = x == 0 ? 1 : x == 1 ? 2 : x == 2 ? 3 : 0;
-    }
+    if (n->op == Op::Scalar) a.cls = static_cast<uint8_t>(scalar_class_of(*n));
     a.f = 0;
     a.i = 0;
     a.ptr = nullptr;

@@ -42,10 +42,9 @@ FusedGraph run_pipeline(const Graph& input, const PipelineOptions& opt) {
   Graph g = input;
   // 1. Identities first, so later passes see fewer nodes.
   g = run_pass("simplify", g, opt, simplify);
-  // 2. Views sink into leaves (needs no fusion decisions; must precede fuse, which assumes views
-  //    sit on leaves or on materialized nodes). Skipped with --no-fuse, which runs every op as
-  //    its own task, views included.
-  if (opt.fuse) g = run_pass("push_slices", g, opt, push_slices);
+  // 2. Views sink into leaves (needs no fusion decisions; must precede fuse). Skipped with
+  //    --no-push-slices only: fuse materializes the input of a view left on a computed array.
+  if (opt.push_slices) g = run_pass("push_slices", g, opt, push_slices);
   // 3. Partition into kernels.
   FusedGraph f = fuse(g, opt.fuse);
   if (std::ostream* os = dump_stream(opt)) *os << fusion_summary(f, nodes_before);

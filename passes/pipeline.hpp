@@ -9,6 +9,7 @@ namespace kiln {
 
 struct PipelineOptions {
   bool fuse = true;
+  bool push_slices = true;
   std::ostream* dump = nullptr;  // IR after each pass and the fusion summary
 };
 

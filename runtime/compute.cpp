@@ -20,9 +20,11 @@ namespace {
 struct PlanKey {
   std::vector<const Node*> outputs;
   bool fuse;
+  bool push_slices;
   bool precise_math;  // selects other kernels
   bool operator<(const PlanKey& o) const {
     if (fuse != o.fuse) return fuse < o.fuse;
+    if (push_slices != o.push_slices) return push_slices < o.push_slices;
     if (precise_math != o.precise_math) return precise_math < o.precise_math;
     return outputs < o.outputs;
   }
@@ -61,7 +63,8 @@ std::vector<NDArray> compute(const std::vector<Array>& arrays, const ComputeOpti
   std::vector<ParamValue> params;
   Graph tmpl = parameterize(g, &params);
   bool fuse = opt.fuse && !flags().no_fuse;
-  PlanKey key{{}, fuse, flags().precise_math};
+  bool push = opt.push_slices && !flags().no_push_slices;
+  PlanKey key{{}, fuse, push, flags().precise_math};
   for (const auto& o : tmpl.outputs) key.outputs.push_back(o.get());
   std::shared_ptr<const Plan> plan;
   bool cached = false;
@@ -83,12 +86,14 @@ std::vector<NDArray> compute(const std::vector<Array>& arrays, const ComputeOpti
   if (!plan) {
     PipelineOptions po;
     po.fuse = fuse;
+    po.push_slices = push;
     po.dump = opt.ir;
     FusedGraph fused = run_pipeline(tmpl, po);
     if (!opt.dot_file.empty()) {
       std::ofstream f(opt.dot_file);
-      if (!f) throw Error("compute: cannot write the DOT file '" + opt.dot_file + "'");
       write_dot(f, fused);
+      f.close();  // flushes: a full device fails here
+      if (!f) throw Error("compute: cannot write the DOT file '" + opt.dot_file + "'");
     }
     std::shared_ptr<const Plan> built = build_plan(std::move(fused), opt.kernels);
     if (opt.ir) *opt.ir << storage_summary(*built);
@@ -119,8 +124,9 @@ std::vector<NDArray> compute(const std::vector<Array>& arrays, const ComputeOpti
   RunResult res = execute(*plan, params, ro);
   if (trace) {
     std::ofstream f(opt.trace_file);
-    if (!f) throw Error("compute: cannot write the trace file '" + opt.trace_file + "'");
     trace->write_chrome_json(f);
+    f.close();  // flushes: a full device fails here
+    if (!f) throw Error("compute: cannot write the trace file '" + opt.trace_file + "'");
   }
   auto after = cpu::compile_stats();
 

@@ -480,6 +480,7 @@ class Run {
       I[k.param_base() + q] = v.i;
     }
     g.fn(I.data(), F.data(), P.data());
+    if (std::string e = cpu::take_kernel_error(); !e.empty()) throw Error(e);
     for (size_t l = 0; l < k.leaves.size(); ++l) {
       int a = g.leaf_arrays[l];
       if (a < 0) continue;
@@ -581,7 +582,9 @@ class Run {
       dims.push_back(ext[d]);
       strides.push_back(r.out_strides[d]);
     }
-    T* out = static_cast<T*>(data_[r.array].get());
+    void* out = data_[r.array].get();
+    // float32 sums were accumulated in float64: rounded once, here.
+    bool narrow = std::is_same_v<T, double> && r.out == DType::Float32;
     int64_t n = num_elements(dims);
     std::vector<int64_t> idx(dims.size(), 0);
     for (int64_t e = 0; e < n; ++e) {
@@ -593,7 +596,10 @@ class Run {
           v = r.count > 0 ? static_cast<T>(v / static_cast<T>(r.count))
                           : std::numeric_limits<T>::quiet_NaN();
       }
-      out[addr] = v;
+      if (narrow)
+        static_cast<float*>(out)[addr] = static_cast<float>(v);
+      else
+        static_cast<T*>(out)[addr] = v;
       for (size_t d = dims.size(); d-- > 0;) {
         if (++idx[d] < dims[d]) break;
         idx[d] = 0;

@@ -269,6 +269,7 @@ std::unique_ptr<Plan> build_plan(FusedGraph fused, std::ostream* kernel_dump) {
       r.array = a;
       r.fn = go.target->reduce_fn();
       r.acc = g.lowered.kernel.outputs[o].type;
+      r.out = go.target->dtype;
       // Result strides per domain dim: reduced dims vanish (or are 1 with keepdims).
       Shape st = c_strides(go.target->shape);
       uint32_t mask = g.lowered.kernel.outputs[o].reduced_mask;

@@ -44,7 +44,8 @@ struct PlanReduce {  // one reduction output of a group
   int group = 0, output = 0;
   int array = 0;  // PlanArray the result goes to
   ReduceFn fn = ReduceFn::Sum;
-  DType acc = DType::Float64;
+  DType acc = DType::Float64;        // the partials' type (float32 sums accumulate in float64)
+  DType out = DType::Float64;        // the result's type
   int64_t count = 1;                 // elements folded into each result (for mean)
   std::vector<int64_t> out_strides;  // per domain dim: stride in the result (0 if reduced)
 };

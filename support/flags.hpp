@@ -5,7 +5,9 @@
 // | KILN_DEBUG=N      | debug        | 1 pass timings, 2 IR after each pass, 3 kernel IR,        |
 // |                   |              | 4 LLVM IR, 5 optimized LLVM IR (all on stderr)            |
 // | KILN_THREADS=N    | threads      | worker threads (default: all cores)                       |
-// | KILN_NO_FUSE=1    | no_fuse      | every op its own kernel and task                          |
+// | KILN_NO_FUSE=1    | no_fuse      | every op its own kernel and task (push_slices still runs) |
+// | KILN_NO_PUSH_SLICES=1 | no_push_slices | skip push_slices: views stay where they are  |
+// |                   |              | built, leaves make every element (fusion unchanged)       |
 // | KILN_NO_COMPILE=1 | no_compile   | compiling a kernel is an error (tests of the caches)     |
 // | KILN_PRECISE_MATH=1 | precise_math | transcendental functions from glibc's scalar libm (as  |
 // |                   |              | NumPy calls them) instead of libmvec's vector variants,   |
@@ -21,6 +23,7 @@ struct Flags {
   int debug = 0;
   int threads = 0;  // 0: all hardware threads
   bool no_fuse = false;
+  bool no_push_slices = false;
   bool no_compile = false;
   bool precise_math = false;
   std::string cache_dir;

@@ -102,12 +102,17 @@ NDArray make_array(DType t, const Shape& shape, const std::vector<double>& value
     return ::testing::AssertionFailure() << "shape " << kiln::shape_str(got.shape())
                                          << " != expected " << kiln::shape_str(want.shape());
   int64_t bad = 0, first = -1;
+  bool exact = rtol == 0 && atol == 0;
   for (int64_t k = 0; k < got.size(); ++k) {
     bool ok;
     if (kiln::is_float(got.dtype())) {
       double g = got.at(k), w = want.at(k);
-      ok = (std::isnan(g) && std::isnan(w)) || g == w ||
-           std::fabs(g - w) <= atol + rtol * std::fabs(w);
+      if (std::isnan(g) || std::isnan(w))
+        ok = std::isnan(g) && std::isnan(w);
+      else if (exact)
+        ok = g == w && std::signbit(g) == std::signbit(w);  // -0.0 is not +0.0
+      else
+        ok = g == w || std::fabs(g - w) <= atol + rtol * std::fabs(w);
     } else {
       ok = got.at_int(k) == want.at_int(k);
     }

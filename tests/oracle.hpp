@@ -27,7 +27,8 @@ std::vector<NDArray> numpy(const std::vector<std::pair<std::string, NDArray>>& i
 NDArray random_array(DType t, const Shape& shape, uint32_t seed, double lo = -3, double hi = 3);
 NDArray make_array(DType t, const Shape& shape, const std::vector<double>& values);
 
-// Shape, dtype and values equal (NaNs equal to NaNs; floats within rtol/atol, or ulps).
+// Shape, dtype and values equal: NaN matches NaN only; with rtol = atol = 0 floats must be equal
+// with the same sign (-0.0 is not 0.0), otherwise within atol + rtol * |want|.
 ::testing::AssertionResult same(const NDArray& got, const NDArray& want, double rtol = 0,
                                 double atol = 0);
 

@@ -32,8 +32,17 @@
 #include "support/hash.hpp"
 #include "support/philox.hpp"
 
+namespace {
+// Set by a kernel on this thread that raised an integer to a negative power (NumPy: ValueError);
+// the runtime reads and clears it after each kernel call (take_kernel_error).
+thread_local bool t_negative_int_power = false;
+}  // namespace
+
 extern "C" int64_t kiln_ipow(int64_t base, int64_t exp) {
-  if (exp < 0) return base == 1 ? 1 : base == -1 ? ((exp & 1) ? -1 : 1) : 0;
+  if (exp < 0) {
+    t_negative_int_power = true;
+    return 0;
+  }
   uint64_t result = 1, b = static_cast<uint64_t>(base);
   auto e = static_cast<uint64_t>(exp);
   while (e) {  // wraps modulo 2^64 like NumPy's integer power
@@ -255,6 +264,13 @@ class Jit {
 }  // namespace
 
 KernelFn compile(const kir::Kernel& k, Dumps* dumps) { return Jit::instance().compile(k, dumps); }
+std::string take_kernel_error() {
+  if (!t_negative_int_power) return "";
+  t_negative_int_power = false;
+  return "power: integers to negative integer powers are not allowed (an element of the integer "
+         "exponent array is negative; use a float base or exponent)";
+}
+
 CompileStats compile_stats() { return Jit::instance().stats(); }
 const std::string& target_id() { return Jit::instance().target_id(); }
 

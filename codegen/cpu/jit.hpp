@@ -28,6 +28,11 @@ struct Dumps {
 KernelFn compile(const kir::Kernel& k, Dumps* dumps = nullptr);
 
 CompileStats compile_stats();
+
+// The run-time error the kernels run on this thread since the last call raised, or "" (then
+// nothing happened): an integer raised to a negative integer power. Clears it. The runtime calls
+// this after every kernel call and throws the message as a kiln::Error.
+std::string take_kernel_error();
 // Target description used in cache keys: CPU name, features and LLVM version.
 const std::string& target_id();
 

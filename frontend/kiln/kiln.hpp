@@ -34,12 +34,17 @@ struct Scalar {
       kind = ScalarKind::Int;
       i = static_cast<int64_t>(v);
       f = static_cast<double>(v);
+      if constexpr (std::is_unsigned_v<T> && sizeof(T) >= sizeof(int64_t))
+        beyond_int64 = v > static_cast<T>(INT64_MAX);
     } else {
       kind = ScalarKind::Float;
       f = static_cast<double>(v);
-      i = static_cast<int64_t>(v);
+      i = f >= -9.2e18 && f <= 9.2e18 ? static_cast<int64_t>(f) : 0;  // no UB out of range
     }
   }
+  // An unsigned integer above INT64_MAX: no integer array can hold it (operations with integer
+  // arrays raise, as NEP 50's OverflowError; with float arrays `f` is used).
+  bool beyond_int64 = false;
 };
 
 // One entry of a basic index: start:stop:step (NumPy defaults when omitted) or an integer index.
@@ -162,7 +167,11 @@ Array linspace(double start, double stop, int64_t num, bool endpoint = true,
 Array from_buffer(const void* data, DType dtype, const Shape& shape, const Shape& chunks = {});
 template <class T>
 Array from_buffer(const T* data, const Shape& shape, const Shape& chunks = {});
-// Memory-maps an .npy file; blocks are read lazily when a kernel touches them.
+// Memory-maps an .npy file; blocks are read lazily when a kernel touches them. Like NumPy's
+// np.load(mmap_mode='r'), the file must stay as it is while the array (or anything computed from
+// it lazily) is in use: the header and size are checked here, but a file truncated afterwards
+// makes reading the lost pages fail with SIGBUS, and changes to it show up in later results. To
+// be independent of the file, compute or persist() the array first (that copies it).
 Array load_npy(const std::string& path, const Shape& chunks = {});
 void save_npy(const std::string& path, const Array& a);
 
@@ -208,8 +217,20 @@ KILN_DECLARE_BINARY_OP(operator>, BinaryFn::Gt)
 KILN_DECLARE_BINARY_OP(operator>=, BinaryFn::Ge)
 KILN_DECLARE_BINARY_OP(operator==, BinaryFn::Eq)
 KILN_DECLARE_BINARY_OP(operator!=, BinaryFn::Ne)
-KILN_DECLARE_BINARY_OP(operator&, BinaryFn::And)
-KILN_DECLARE_BINARY_OP(operator|, BinaryFn::Or)
+// &, |, ^, ~ are bitwise on integers and logical on bools, as in NumPy (float operands are an
+// error); logical_and/or/not work on any dtype and give bools.
+KILN_DECLARE_BINARY_OP(operator&, BinaryFn::BitAnd)
+KILN_DECLARE_BINARY_OP(operator|, BinaryFn::BitOr)
+KILN_DECLARE_BINARY_OP(operator^, BinaryFn::BitXor)
+KILN_DECLARE_BINARY_OP(operator<<, BinaryFn::LeftShift)
+KILN_DECLARE_BINARY_OP(operator>>, BinaryFn::RightShift)
+KILN_DECLARE_BINARY_OP(bitwise_and, BinaryFn::BitAnd)
+KILN_DECLARE_BINARY_OP(bitwise_or, BinaryFn::BitOr)
+KILN_DECLARE_BINARY_OP(bitwise_xor, BinaryFn::BitXor)
+KILN_DECLARE_BINARY_OP(left_shift, BinaryFn::LeftShift)
+KILN_DECLARE_BINARY_OP(right_shift, BinaryFn::RightShift)
+// Python's // (C++ has no such operator): floor of the quotient; see docs for x // 0.
+KILN_DECLARE_BINARY_OP(floor_divide, BinaryFn::FloorDiv)
 KILN_DECLARE_BINARY_OP(logical_and, BinaryFn::And)
 KILN_DECLARE_BINARY_OP(logical_or, BinaryFn::Or)
 KILN_DECLARE_BINARY_OP(pow, BinaryFn::Pow)
@@ -220,7 +241,9 @@ KILN_DECLARE_BINARY_OP(mod, BinaryFn::Mod)
 
 inline Array operator-(const Array& a) { return unary(UnaryFn::Neg, a); }
 inline Array operator!(const Array& a) { return unary(UnaryFn::Not, a); }
-inline Array operator~(const Array& a) { return unary(UnaryFn::Not, a); }
+inline Array operator~(const Array& a) { return unary(UnaryFn::Invert, a); }
+inline Array invert(const Array& a) { return unary(UnaryFn::Invert, a); }
+inline Array bitwise_not(const Array& a) { return unary(UnaryFn::Invert, a); }
 inline Array logical_not(const Array& a) { return unary(UnaryFn::Not, a); }
 #define KILN_DECLARE_UNARY(name, fn) \
   inline Array name(const Array& a) { return unary(fn, a); }
@@ -290,6 +313,7 @@ Array stack(const std::vector<Array>& arrays, int axis = 0);
 // ---- evaluation --------------------------------------------------------------------------------
 struct ComputeOptions {
   bool fuse = true;                 // false: every op its own kernel and task (--no-fuse)
+  bool push_slices = true;          // false: views stay put, leaves make every element
   int threads = 0;                  // 0: KILN_THREADS or all cores
   std::ostream* ir = nullptr;       // IR after each pass + fusion summary (--emit-ir)
   std::ostream* kernels = nullptr;  // kernel IR of newly planned kernels

@@ -1,5 +1,11 @@
 // Bad input: every user mistake throws kiln::Error when the expression is built, naming the
-// operation, the operands and what was expected.
+// operation, the operands and what was expected. The rest of the catalogue: errors raised while
+// computing (Power.IntegersToNegativeIntegerPowersAreErrors in bitwise_test.cpp, an allocation
+// failing inside a task in runtime/execute_test.cpp), the .npy reader (support/npy_test.cpp),
+// and the command line: `kiln run` options out of range, refused options, failed writes
+// (Cli.RunRejectsNumbersOutOfRange, Cli.SolverWorkloadsRefuseDotAndTrace,
+// Cli.WriteFailuresAreReported) and malformed traces given to `kiln report`
+// (Cli.Report* in tools/cli_test.cpp).
 #include "oracle.hpp"
 #include "support/flags.hpp"
 
@@ -73,6 +79,17 @@ TEST(Errors, DtypesAndGenerators) {
                {"uniform", "float32 or float64"});
   expect_error([&] { arange(0, 10, 0); }, {"arange", "step"});
   expect_error([&] { zeros({0}).min(); }, {"min", "zero-size"});
+}
+
+TEST(Errors, NumPy2IntegerRules) {
+  Array i32 = ones({3}, {}, DType::Int32), f = ones({3});
+  expect_error([&] { i32 + (int64_t{1} << 40); }, {"add", "1099511627776", "int32"});
+  expect_error([&] { pow(i32, -2); }, {"power", "negative integer powers", "-2"});
+  expect_error([&] { f& i32; }, {"bitwise_and", "float64", "int32"});
+  expect_error([&] { ~f; }, {"invert", "float64"});
+  Array b = ones({2}, {}, DType::Bool);
+  expect_error([&] { b << b; }, {"left_shift", "bool", "int8"});
+  EXPECT_EQ((b << 1).dtype(), DType::Int64);  // a Python int promotes bool (NEP 50)
 }
 
 TEST(Errors, FilesAndResults) {

@@ -63,6 +63,45 @@ constexpr double kInf = std::numeric_limits<double>::infinity();
 
 double exact_limit(DType t) { return t == DType::Float32 ? 16777216.0 : 9007199254740992.0; }
 
+// k units in the last place of values bounded by b in dtype t (an ulp of v is at most
+// 2^-52 |v| in float64, 2^-23 |v| in float32).
+double ulps(DType t, double b, double k) {
+  return k * (t == DType::Float32 ? 0x1p-23 : 0x1p-52) * std::max(b, 1e-300);
+}
+// One ulp relative to the value, in dtype t.
+double ulp_rel(DType t) { return t == DType::Float32 ? 0x1p-23 : 0x1p-52; }
+
+// Transcendental results: libmvec is within 4 ulp, NumPy's functions (glibc, or its own SIMD
+// code) within 4 too; both sides round.
+constexpr double kMathUlps = 10;
+
+// Lipschitz bound of a unary function on [lo, hi] (the operand's range widened by its error),
+// or +inf where it has none there.
+double lipschitz(kiln::UnaryFn fn, double lo, double hi) {
+  using kiln::UnaryFn;
+  double b = std::max(std::fabs(lo), std::fabs(hi));
+  switch (fn) {
+    case UnaryFn::Exp:
+    case UnaryFn::Expm1:
+      return std::exp(hi);
+    case UnaryFn::Log:
+      return lo > 0 ? 1 / lo : kInf;
+    case UnaryFn::Log1p:
+      return lo > -1 ? 1 / (1 + lo) : kInf;
+    case UnaryFn::Sqrt:
+      return lo > 0 ? 0.5 / std::sqrt(lo) : kInf;
+    case UnaryFn::Tan:
+      return b < 1.5 ? 1 + std::pow(std::tan(b), 2) : kInf;
+    case UnaryFn::Arcsin:
+    case UnaryFn::Arccos:
+      return b < 1 ? 1 / std::sqrt(1 - b * b) : kInf;
+    case UnaryFn::Sigmoid:
+      return 0.25;
+    default:  // sin, cos, tanh, arctan, abs, negative: 1
+      return 1;
+  }
+}
+
 // Largest magnitude an integer result may reach (no overflow on either side).
 double int_limit(DType t) {
   switch (t) {
@@ -253,6 +292,9 @@ struct Operand {
   bool integral() const { return lit ? is_integral(lit->value()) : e.integral; }
   bool loose() const { return lit ? false : e.loose; }
   double scale() const { return lit ? std::fabs(lit->value()) : e.scale; }
+  double err() const { return lit ? 0 : e.err; }
+  double rel() const { return lit ? 0 : e.rel; }
+  double total_err() const { return lit ? 0 : e.total_err(); }
   Shape shape() const { return lit ? Shape{} : e.shape; }
 };
 Operand op_of(const Expr& e) {
@@ -300,6 +342,18 @@ const char* binary_op_text(BinaryFn f) {
       return "==";
     case BinaryFn::Ne:
       return "!=";
+    case BinaryFn::BitAnd:
+      return "&";
+    case BinaryFn::BitOr:
+      return "|";
+    case BinaryFn::BitXor:
+      return "^";
+    case BinaryFn::LeftShift:
+      return "<<";
+    case BinaryFn::RightShift:
+      return ">>";
+    case BinaryFn::FloorDiv:
+      return "//";
     default:
       return nullptr;
   }
@@ -324,6 +378,7 @@ class Gen {
   }
 
   Case run() {
+    if (coin(0.05)) big_ = true, opt_.max_elements = std::max<int64_t>(opt_.max_elements, 250000);
     make_inputs();
     int nroots = std::min(opt_.max_roots, weighted({70, 20, 10}) + 1);
     for (int r = 0; r < nroots; ++r)
@@ -368,6 +423,11 @@ class Gen {
     int rank = weighted({10, 25, 35, 30});
     Shape s;
     for (int k = 0; k < rank; ++k) s.push_back(random_dim());
+    if (big_ && !s.empty()) {  // blocks and intermediates of 20k to 250k elements
+      s.back() = uni(20000, 120000);
+      while (elements(s) > 240000) *std::max_element(s.begin(), s.end() - 1) /= 2;
+      return s;
+    }
     while (elements(s) > 3000) *std::max_element(s.begin(), s.end()) /= 2;
     return s;
   }
@@ -454,6 +514,39 @@ class Gen {
     e->exact = true;
   }
 
+  // A lazy random generator input (uniform, normal or integers) and its values, computed apart
+  // (unfused, one thread, automatic chunks); returns its dtype.
+  DType random_input(Input* in, DType t, const Shape& s) {
+    uint64_t seed = static_cast<uint64_t>(uni(0, 1000000));
+    int kind = static_cast<int>(uni(0, 2));
+    double lo = static_cast<double>(uni(-3, 0)), hi = lo + static_cast<double>(uni(1, 4));
+    int64_t ilo = uni(-50, 0), ihi = ilo + uni(1, 100);
+    if (kind == 2 && !kiln::is_int(t)) t = coin(0.5) ? DType::Int32 : DType::Int64;
+    if (kind != 2 && !kiln::is_float(t)) t = DType::Float64;
+    if (kind == 1) t = DType::Float64;  // normals are float64
+    auto make = [&](const Shape& chunks) {
+      kiln::random::Generator g(seed);
+      if (kind == 0) return g.uniform(lo, hi, s, chunks, t);
+      if (kind == 1) return g.normal(lo, hi - lo, s, chunks);
+      return g.integers(ilo, ihi, s, chunks, t);
+    };
+    kiln::ComputeOptions whole;
+    whole.fuse = false;
+    whole.threads = 1;
+    in->data = kiln::compute({make({})}, whole)[0];
+    in->array = make(in->block);
+    auto num_cpp = [](double v) { return std::to_string(static_cast<int64_t>(v)) + ".0"; };
+    std::ostringstream o;
+    o << "kiln::random::Generator(" << seed << ")."
+      << (kind == 0   ? "uniform(" + num_cpp(lo) + ", " + num_cpp(hi)
+          : kind == 1 ? "normal(" + num_cpp(lo) + ", " + num_cpp(hi - lo)
+                      : "integers(" + std::to_string(ilo) + ", " + std::to_string(ihi))
+      << ", " << shape_cpp(s) << ", " << shape_cpp(in->block)
+      << (kind == 1 ? "" : ", " + dtype_cpp(t)) << ")";
+    in->source = o.str();
+    return t;
+  }
+
   void make_inputs() {
     base_ = random_base();
     int n = weighted({30, 35, 20, 15}) + 1;
@@ -463,9 +556,21 @@ class Gen {
       in.name = "x" + std::to_string(j);
       DType t = types[weighted({15, 18, 17, 20, 30})];
       Shape s = derived_shape();
-      in.data = random_values(t, s);
       in.block = random_block(s);
-      in.array = kiln::from_buffer(in.data.data(), t, s, in.block);
+      int source = weighted({70, 18, opt_.file_dir.empty() ? 0 : 12});
+      if (source == 1) {
+        t = random_input(&in, t, s);
+      } else {
+        in.data = random_values(t, s);
+        in.array = kiln::from_buffer(in.data.data(), t, s, in.block);
+      }
+      if (source == 2) {
+        in.file = opt_.file_dir + "/s" + std::to_string(c_.seed) + "_c" + std::to_string(c_.index) +
+                  "_" + in.name + ".npy";
+        in.data.save_npy(in.file);
+        in.array = kiln::load_npy(in.file, in.block);
+        in.source = "kiln::load_npy(\"" + in.file + "\", " + shape_cpp(in.block) + ")";
+      }
       Expr e;
       e.k = in.array;
       e.np = in.name;
@@ -688,7 +793,7 @@ class Gen {
     DType out = boolean ? DType::Bool : ct;
     if (f == BinaryFn::Sub && ct == DType::Bool) return std::nullopt;
     if ((f == BinaryFn::Mod || f == BinaryFn::Pow) && ct == DType::Bool) return std::nullopt;
-    bool discontinuous = boolean || f == BinaryFn::Mod;
+    bool discontinuous = boolean || f == BinaryFn::Mod || f == BinaryFn::FloorDiv;
     if (discontinuous && !(x.exact() && y.exact())) return std::nullopt;
     auto shape = broadcast(x.shape(), y.shape());
     if (!shape || too_big(*shape)) return std::nullopt;
@@ -771,6 +876,43 @@ class Gen {
         }
         break;
       }
+      case BinaryFn::BitAnd:
+      case BinaryFn::BitOr:
+      case BinaryFn::BitXor: {
+        if (kiln::is_float(ct)) return std::nullopt;
+        // Within the smallest power of two that holds both operands' magnitudes.
+        double m = std::exp2(std::ceil(std::log2(std::max(bnd(lx, hx), bnd(ly, hy)) + 1)));
+        lo = -m, hi = m;
+        break;
+      }
+      case BinaryFn::LeftShift:
+      case BinaryFn::RightShift: {
+        if (kiln::is_float(ct) || ct == DType::Bool || !finite_in) return std::nullopt;
+        double bits = ct == DType::Int32 ? 32 : 64;
+        // Amounts beyond the width (and negative ones) are defined: 0, or -1 to the right.
+        if (f == BinaryFn::LeftShift) {
+          if (ly < 0 || hy > 8) return std::nullopt;  // keeps the value's bound
+          double m = bnd(lx, hx) * std::exp2(hy);
+          lo = -m, hi = m;
+        } else {
+          if (ly < -bits || hy > 2 * bits) return std::nullopt;
+          lo = std::min(lx, -1.0), hi = std::max(hx, 0.0);
+        }
+        break;
+      }
+      case BinaryFn::FloorDiv:
+        if (ct == DType::Bool) return std::nullopt;
+        if (ly <= 0 && hy >= 0) {  // x // 0: 0 on integers, +-inf or NaN on floats
+          lo = -kInf, hi = kInf;
+          if (kiln::is_float(ct)) nonfinite = true;
+        } else if (!finite_in) {
+          lo = -kInf, hi = kInf;
+        } else {
+          double c[] = {lx / ly, lx / hy, hx / ly, hx / hy};
+          lo = std::floor(*std::min_element(c, c + 4)), hi = std::ceil(*std::max_element(c, c + 4));
+        }
+        if (kiln::is_int(ct) && !std::isfinite(bnd(lo, hi))) lo = -bnd(lx, hx), hi = bnd(lx, hx);
+        break;
       case BinaryFn::Max:
         lo = std::max(lx, ly), hi = std::max(hx, hy);
         break;
@@ -862,7 +1004,67 @@ class Gen {
     e.integral = integral;
     e.scale = std::max({x.scale(), y.scale(), bnd(lo, hi)});
     mark_loose(&e, x.loose() || y.loose());
+    if (!e.exact) {
+      binary_tolerance(f, x, y, &e);
+      if (!std::isfinite(e.err) || !std::isfinite(e.rel)) return std::nullopt;
+    }
     return e;
+  }
+
+  // The error bound of f(x, y) (see Expr::err): the operands' errors carried through f
+  // (doubled for the second-order terms a first-order bound drops) and f's own rounding.
+  static void binary_tolerance(BinaryFn f, const Operand& x, const Operand& y, Expr* e) {
+    double ex = x.err(), ey = y.err(), rx = x.rel(), ry = y.rel();
+    double ax = x.total_err(), ay = y.total_err();
+    double bx = bnd(x.lo(), x.hi()), by = bnd(y.lo(), y.hi());
+    double own = 2 * ulp_rel(e->dtype);
+    switch (f) {
+      case BinaryFn::Add:
+      case BinaryFn::Sub:
+        e->err = 2 * (ax + ay), e->rel = own;
+        return;
+      case BinaryFn::Mul:  // (x + dx)(y + dy): relative parts add, absolute parts scale
+        e->err = 2 * (ex * (by + ay) + ey * (bx + ax)), e->rel = 2 * (rx + ry) + own;
+        return;
+      case BinaryFn::Div: {
+        double m = y.lo() > 0 ? y.lo() : y.hi() < 0 ? -y.hi() : 0;  // min |y|
+        if (m - ay <= 0 || ry >= 0.5) {
+          e->err = kInf;
+          return;
+        }
+        e->err = 2 * (ex / (m - ay) + (bx + ax) * ey / (m * (m - ay)));
+        e->rel = 2 * (rx + ry / (1 - ry)) + own;
+        return;
+      }
+      case BinaryFn::Max:
+      case BinaryFn::Min:
+        e->err = std::max(ex, ey) +
+                 std::max(x.is_lit() ? 0 : std::sqrt(x.e.inv), y.is_lit() ? 0 : std::sqrt(y.e.inv));
+        e->rel = std::max(rx, ry);
+        return;
+      case BinaryFn::Pow: {
+        double math = kMathUlps * ulp_rel(e->dtype);
+        double ylo = y.lo() - ay, yhi = y.hi() + ay, ym = std::max(std::fabs(ylo), std::fabs(yhi));
+        double xlo = x.lo() - ax;
+        if (xlo > 0) {  // x^y (1 + y dx/x + dy ln x): relative
+          double r =
+              ym * ax / xlo + ay * std::max(std::fabs(std::log(xlo)), std::fabs(std::log(bx + ax)));
+          e->err = 0, e->rel = (r > 0.1 ? kInf : 2 * r) + math;
+          return;
+        }
+        if (ay > 0) {  // an inexact exponent of a non-positive base
+          e->err = kInf;
+          return;
+        }
+        double k = std::fabs(y.lo());  // a literal integer exponent
+        e->err = 2 * k * std::pow(bx + ax, std::max(k - 1, 0.0)) * ex;
+        e->rel = 2 * k * rx + math;
+        return;
+      }
+      default:  // discontinuous ops (comparisons, %, //, bitwise) are given exact operands only
+        e->err = kInf;
+        return;
+    }
   }
 
   // abs(e) + 1: a guard that makes e >= 1 (sqrt, log, divisors, pow bases).
@@ -896,9 +1098,10 @@ class Gen {
   }
 
   std::optional<Expr> op_arith(int depth) {
-    const BinaryFn fns[] = {BinaryFn::Add, BinaryFn::Sub, BinaryFn::Mul, BinaryFn::Div,
-                            BinaryFn::Mod, BinaryFn::Pow, BinaryFn::Max, BinaryFn::Min};
-    BinaryFn f = fns[weighted({6, 4, 5, 4, 3, 3, 2, 2})];
+    const BinaryFn fns[] = {BinaryFn::Add, BinaryFn::Sub, BinaryFn::Mul,
+                            BinaryFn::Div, BinaryFn::Mod, BinaryFn::Pow,
+                            BinaryFn::Max, BinaryFn::Min, BinaryFn::FloorDiv};
+    BinaryFn f = fns[weighted({6, 4, 5, 4, 3, 3, 2, 2, 2})];
     Expr a = gen(depth - 1);
     int form = weighted({55, 30, 15});  // array-array, array-literal, literal-array
     Operand x = op_of(a), y;
@@ -909,8 +1112,8 @@ class Gen {
         form = 1;
     }
     if (form != 0) {
-      Lit l = (f == BinaryFn::Div || f == BinaryFn::Mod) && form == 1 ? nonzero_lit(a.dtype)
-                                                                      : random_lit(a.dtype);
+      bool divides = f == BinaryFn::Div || f == BinaryFn::Mod || f == BinaryFn::FloorDiv;
+      Lit l = divides && form == 1 ? nonzero_lit(a.dtype) : random_lit(a.dtype);
       if (f == BinaryFn::Pow) {
         if (form == 1)
           l = coin(0.7) ? lit_int(uni(0, 3))
@@ -976,8 +1179,13 @@ class Gen {
   std::optional<Expr> op_logical(int depth) {
     Expr a = gen(depth - 1);
     if (!a.exact) return std::nullopt;
-    if (coin(0.3)) return apply_unary(UnaryFn::Not, a);
-    BinaryFn f = coin(0.5) ? BinaryFn::And : BinaryFn::Or;
+    bool integer = !kiln::is_float(a.dtype);
+    if (coin(0.3)) return apply_unary(integer && coin(0.5) ? UnaryFn::Invert : UnaryFn::Not, a);
+    static const BinaryFn kBitwise[] = {BinaryFn::BitAnd, BinaryFn::BitOr, BinaryFn::BitXor,
+                                        BinaryFn::LeftShift, BinaryFn::RightShift};
+    BinaryFn f = integer && coin(0.6) ? kBitwise[uni(0, 4)]
+                 : coin(0.5)          ? BinaryFn::And
+                                      : BinaryFn::Or;
     auto b = partner(a, depth - 1);
     if (!b || !b->exact) return std::nullopt;
     return apply_binary(f, op_of(a), op_of(*b));
@@ -1006,6 +1214,13 @@ class Gen {
       case UnaryFn::Not:
         if (!a.exact) return std::nullopt;
         rlo = 0, rhi = 1;
+        break;
+      case UnaryFn::Invert:  // ~x == -x - 1 on integers; logical not on bools
+        if (kiln::is_float(a.dtype)) return std::nullopt;
+        if (boolean_in)
+          rlo = 0, rhi = 1;
+        else
+          rlo = -hi - 1, rhi = -lo - 1;
         break;
       case UnaryFn::Floor:
       case UnaryFn::Ceil:
@@ -1073,6 +1288,9 @@ class Gen {
       case UnaryFn::Not:
         cpp_name = "kiln::logical_not";
         break;
+      case UnaryFn::Invert:
+        np_name = "np.invert", cpp_name = "~";
+        break;
       default:
         break;
     }
@@ -1096,7 +1314,39 @@ class Gen {
     e.scale = std::max(a.scale, bnd(rlo, rhi));
     mark_loose(&e, a.loose);
     if (!e.exact && !std::isfinite(e.scale)) return std::nullopt;
+    if (fn == UnaryFn::Abs || fn == UnaryFn::Neg) {
+      e.err = a.err, e.rel = a.rel, e.inv = a.inv;  // exact ops: the operand's bound, unchanged
+    } else if (!e.exact) {
+      unary_tolerance(fn, a, transcendental, &e);
+      if (!std::isfinite(e.err) || !std::isfinite(e.rel)) return std::nullopt;
+    }
     return e;
+  }
+
+  // The error bound of fn(a): exp and log turn relative errors into absolute ones and back;
+  // other functions pass the operand's whole error through their Lipschitz bound on its range.
+  static void unary_tolerance(UnaryFn fn, const Expr& a, bool transcendental, Expr* e) {
+    double ax = a.total_err();
+    double own = (transcendental ? kMathUlps : 2) * ulp_rel(e->dtype);
+    e->rel = own;
+    switch (fn) {
+      case UnaryFn::Exp:  // exp(x + d) = exp(x) e^d
+        e->err = 0, e->rel += ax > 0.1 ? kInf : 2 * ax;
+        return;
+      case UnaryFn::Log: {  // log(x (1 + r) + d) = log(x) + log(1 + r + d / x)
+        double lo = a.lo - a.err - std::sqrt(a.inv);
+        e->err = lo <= 0 ? kInf : 2 * (a.rel + (a.err + std::sqrt(a.inv)) / lo);
+        return;
+      }
+      case UnaryFn::Sqrt:  // sqrt(x (1 + r)) = sqrt(x) (1 + r / 2); an absolute part is Hoelder
+        e->rel += a.rel;
+        e->err = 2 * std::min(lipschitz(fn, a.lo - ax, a.hi + ax) * (a.err + std::sqrt(a.inv)),
+                              std::sqrt(a.err + std::sqrt(a.inv)));
+        return;
+      default:
+        e->err = ax > 0 ? 2 * lipschitz(fn, a.lo - ax, a.hi + ax) * ax : 0;
+        return;
+    }
   }
 
   std::optional<Expr> op_unary(int depth) {
@@ -1173,6 +1423,10 @@ class Gen {
     e.integral = !kiln::is_float(t) || a.integral;
     e.scale = std::max(a.scale, bnd(lo, hi));
     mark_loose(&e, a.loose);
+    if (!e.exact) {
+      e.err = a.err, e.inv = a.inv;
+      e.rel = a.rel + (t == DType::Float32 ? ulp_rel(t) : 0);  // rounding to float32
+    }
     return e;
   }
 
@@ -1209,6 +1463,8 @@ class Gen {
     e.exact = !kiln::is_float(e.dtype) || (x.exact() && y.exact());
     e.integral = !kiln::is_float(e.dtype) || (x.integral() && y.integral());
     e.scale = std::max({c.scale, x.scale(), y.scale(), bnd(e.lo, e.hi)});
+    e.err = std::max(x.err(), y.err()), e.rel = std::max(x.rel(), y.rel());
+    e.inv = std::max(x.is_lit() ? 0 : x.e.inv, y.is_lit() ? 0 : y.e.inv);
     mark_loose(&e, x.loose() || y.loose());
     return e;
   }
@@ -1258,6 +1514,7 @@ class Gen {
     e.exact = !kiln::is_float(e.dtype) || a.exact;
     e.integral = !kiln::is_float(e.dtype) || (a.integral && is_integral(l) && is_integral(h));
     e.scale = std::max({a.scale, bnd(e.lo, e.hi), std::fabs(l), std::fabs(h)});
+    e.err = a.err, e.rel = a.rel, e.inv = a.inv;  // clip: Lipschitz 1
     mark_loose(&e, a.loose);
     return e;
   }
@@ -1320,6 +1577,7 @@ class Gen {
     e->exact = a.exact;
     e->integral = a.integral;
     e->scale = a.scale;
+    e->err = a.err, e->rel = a.rel, e->inv = a.inv;
     e->loose = a.loose;
   }
 
@@ -1469,6 +1727,8 @@ class Gen {
       e.exact &= p.exact;
       e.integral &= p.integral;
       e.scale = std::max(e.scale, p.scale);
+      e.err = std::max(e.err, p.err), e.rel = std::max(e.rel, p.rel),
+      e.inv = std::max(e.inv, p.inv);
       e.loose |= p.loose;
     }
     if (!kiln::is_float(e.dtype)) e.nonfinite = false, e.exact = true, e.integral = true;
@@ -1650,7 +1910,56 @@ class Gen {
     e.integral = !float_out || integral;
     e.scale = scale;
     mark_loose(&e, a.loose);
+    if (!e.exact) {
+      reduce_tolerance(r, a, nn, b, ddof, &e);
+      if (!std::isfinite(e.err) || !std::isfinite(e.rel) || !std::isfinite(e.inv))
+        return std::nullopt;
+    }
     return e;
+  }
+
+  // Error bound of a reduction of n values bounded by b with a's error bound. Sums: the
+  // operands' whole error n times, plus reassociation: any summation order is within
+  // (n - 1) u sum|x| of the exact sum, so two orders are within twice that. Products: relative.
+  static void reduce_tolerance(Red r, const Expr& a, double n, double b, int ddof, Expr* e) {
+    DType out = e->dtype;
+    double ax = a.total_err(), reassoc = 2 * ulps(out, n * b, n + 2);
+    switch (r) {
+      case Red::Min:
+      case Red::Max:
+        e->err = a.err, e->rel = a.rel, e->inv = a.inv;
+        return;
+      case Red::Sum:
+        e->err = n * ax + reassoc, e->rel = 2 * ulp_rel(out);
+        return;
+      case Red::Mean:
+        e->err = ax + reassoc / std::max(n, 1.0), e->rel = 4 * ulp_rel(out);
+        return;
+      case Red::Prod: {
+        double rel = n * a.rel + (2 * n + 2) * ulp_rel(out);
+        double m = std::pow(b + ax, std::max(n - 1, 0.0));
+        e->err = 2 * n * (a.err + std::sqrt(a.inv)) * m;
+        e->rel = rel > 0.1 ? kInf : 2 * rel;
+        return;
+      }
+      case Red::Var:
+      case Red::Std: {
+        // var = sum((x - mean)^2) / (n - ddof): each |x - mean| <= 2b, off by at most 2 ax plus
+        // the mean's reassociation; the sum of squares reassociates too.
+        double dev = 2 * ax + ulps(out, b, n + 4);
+        double var = (n * (4 * b + dev) * dev + 2 * ulps(out, n * 4 * b * b, n + 4)) /
+                     std::max(n - ddof, 1.0);
+        if (r == Red::Var) {
+          e->err = 2 * var, e->rel = 4 * ulp_rel(out);
+        } else {  // |sqrt(V) - sqrt(V')| <= |V - V'| / (sqrt(V) + sqrt(V'))
+          e->err = 0, e->inv = 2 * var, e->rel = 4 * ulp_rel(out);
+        }
+        return;
+      }
+      default:  // all/any: exact operands only
+        e->err = kInf;
+        return;
+    }
   }
 
   std::vector<int> random_axes(int rank) {
@@ -1712,12 +2021,25 @@ class Gen {
     return e;
   }
 
+  // persist(): computed now (default threads, fused), then read back as a buffer by what follows.
+  std::optional<Expr> op_persist(int depth) {
+    Expr e = gen(depth - 1);
+    e.cpp += ".persist()";
+    try {
+      e.k = e.k.persist();
+    } catch (const kiln::Error& err) {
+      c_.kiln_errors.push_back(e.cpp + "\n    -> " + err.what());
+      return std::nullopt;
+    }
+    return e;
+  }
+
   // ---- driver ----------------------------------------------------------------------------------
   Expr gen(int depth) {
     if (depth <= 0 || coin(0.1)) return leaf();
     for (int attempt = 0; attempt < 8; ++attempt) {
       std::optional<Expr> e;
-      switch (weighted({20, 6, 4, 14, 6, 4, 6, 8, 4, 5, 2, 2, 5, 3, 12, 4})) {
+      switch (weighted({20, 6, 4, 14, 6, 4, 6, 8, 4, 5, 2, 2, 5, 3, 12, 4, 2})) {
         case 0:
           e = op_arith(depth);
           break;
@@ -1763,8 +2085,11 @@ class Gen {
         case 14:
           e = op_reduce(depth);
           break;
-        default:
+        case 15:
           e = op_arg(depth);
+          break;
+        default:
+          e = op_persist(depth);
           break;
       }
       if (e && !too_big(e->shape)) {
@@ -1776,6 +2101,7 @@ class Gen {
   }
 
   Options opt_;
+  bool big_ = false;  // this case's arrays may reach 250000 elements
   std::mt19937_64 rng_;
   Case c_;
   Shape base_;
@@ -1806,6 +2132,8 @@ std::string dtype_py(DType t) {
   return t == DType::Bool ? "np.bool_" : std::string("np.") + kiln::dtype_name(t);
 }
 
+double Expr::total_err() const { return err + rel * bnd(lo, hi) + std::sqrt(inv); }
+
 std::string Case::describe() const {
   std::ostringstream o;
   o << "seed " << seed << ", case " << index << " (replay: KILN_FUZZ_SEED=" << seed
@@ -1814,7 +2142,7 @@ std::string Case::describe() const {
   for (const auto& in : inputs) {
     const NDArray& a = in.data;
     o << "  " << in.name << ": " << kiln::dtype_name(a.dtype()) << " shape " << shape_py(a.shape())
-      << ", from_buffer block " << shape_cpp(in.block) << "\n";
+      << ", " << in.source << " block " << shape_cpp(in.block) << "\n";
     if (a.size() <= 64) {
       std::string py, cpp;
       for (int64_t k = 0; k < a.size(); ++k) {

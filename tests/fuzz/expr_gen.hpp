@@ -27,11 +27,18 @@ using kiln::NDArray;
 using kiln::Shape;
 
 // One named input: host data wrapped zero-copy by from_buffer with the given block shape.
+// One named input. NumPy always reads `data`; Kiln's side comes from one of three sources: host
+// memory wrapped zero-copy by from_buffer, a memory-mapped .npy file of the same data (load_npy),
+// or a lazy random generator whose values `data` holds (computed separately, unfused, one
+// thread, whole-array chunks: the lazy one must equal it bit for bit under any slicing, chunking
+// and fusion, DESIGN invariant 4).
 struct Input {
   std::string name;  // x0 .. x3 (the variable name on both sides)
   NDArray data;
-  Shape block;  // from_buffer's block shape (0 in a dim: the whole dim)
+  Shape block;  // the block shape (0 in a dim: the whole dim)
   kiln::Array array;
+  std::string source = "from_buffer";  // or the load_npy / random::Generator call, in C++
+  std::string file;                    // the .npy file load_npy maps (removed with the Case)
 };
 
 // An expression built for Kiln and NumPy side by side, with what the generator knows about its
@@ -47,7 +54,18 @@ struct Expr {
   bool exact = true;       // every float op so far is correctly rounded: bit-equal to NumPy
   bool integral = true;    // every finite value is an integer (exact sums/products)
   double scale = 0;        // bound on |value| of every intermediate in the subtree
-  bool loose = false;      // an inexact float32 value feeds it: float32 tolerance
+  bool loose = false;      // an inexact float32 value feeds it (float32 rounding upstream)
+  // Bound on |kiln - numpy| for a finite element whose NumPy value is w:
+  //   err + rel * |w| + min(sqrt(inv), inv / |w|)
+  // propagated op by op from the operands' ranges and error bounds (all 0 when exact). Each op
+  // adds its own rounding relative to its result (ulps of the value actually computed) and
+  // passes its operands' errors on: relative through products, quotients, exp and log,
+  // absolute through sums and Lipschitz bounds; `inv` is a square root's (std's) error, |dV| /
+  // (sqrt(V) + sqrt(V')). The test compares inexact values within it (Tolerance::at); an op
+  // whose bound would be unbounded is not generated.
+  double err = 0, rel = 0, inv = 0;
+  // The bound as one absolute number over the whole range (what an operand passes on).
+  double total_err() const;
   int rank() const { return static_cast<int>(shape.size()); }
   int64_t size() const {
     int64_t n = 1;
@@ -72,7 +90,8 @@ struct Case {
 struct Options {
   int max_depth = 5;
   int max_roots = 3;
-  int64_t max_elements = 20000;  // per intermediate array
+  int64_t max_elements = 20000;  // per intermediate array (one case in 20: 250000)
+  std::string file_dir;          // where load_npy inputs are written ("" : no load_npy inputs)
   // Steer around Kiln bugs found by the fuzzer that are not fixed yet, so that the fixed CI slice
   // stays useful (campaigns leave this off). Currently: argmin/argmax(axis=None, keepdims=True) of
   // a 0-d array (Kiln returns shape (1,), NumPy ()): generated with keepdims=False instead.

@@ -111,3 +111,38 @@ TEST(Fusion, MergingIndependentKernelsNeverCreatesACycle) {
   EXPECT_TRUE(kt::same(got[0], kt::make_array(DType::Float64, {4}, {4, 8, 12, 16})));
   EXPECT_TRUE(kt::same(got[1], kt::make_array(DType::Float64, {4}, {4, 8, 12, 16})));
 }
+
+TEST(Fusion, LongChainsSplitIntoKernelsOfBoundedSize) {
+  // 3000 additions would be one kernel whose compile time grows faster than linearly; fuse
+  // splits it where the size estimate passes its limit, and says so.
+  static double data[] = {0.5, -2, 1e6};
+  Array x = from_buffer(data, DType::Float64, {3});
+  for (int k = 0; k < 3000; ++k) x = x + 1.0;
+  std::vector<NDArray> out;
+  std::string ir;
+  Stats s = run({x}, true, &out, &ir);
+  EXPECT_GE(s.last_kernels, 3000 / 512);
+  EXPECT_LE(s.last_kernels, 3000 / 512 + 1);
+  EXPECT_NE(ir.find("kernel size limit"), std::string::npos);
+  EXPECT_EQ(out[0].at(0), 3000.5);
+  EXPECT_EQ(out[0].at(1), 2998);
+  EXPECT_EQ(out[0].at(2), 1e6 + 3000);
+}
+
+TEST(Fusion, AMillionOpChainBuildsLowersAndComputes) {
+  // Every walk over the graph is iterative: building, the passes, lowering (which recursed and
+  // overflowed the stack at 30,000 ops), planning and freeing a 1,000,000-op chain. The chain's
+  // kernels are all alike, so few are compiled.
+#ifdef KILN_SANITIZED
+  const int n = 100000;  // 12 s in release; sanitizers are 5-15x slower
+#else
+  const int n = 1000000;
+#endif
+  static int64_t data[] = {-7, 0, 40};
+  Array x = from_buffer(data, DType::Int64, {3});
+  for (int k = 0; k < n; ++k) x = x + 1;
+  NDArray r = x.compute();
+  EXPECT_EQ(r.at_int(0), n - 7);
+  EXPECT_EQ(r.at_int(1), n);
+  EXPECT_EQ(r.at_int(2), n + 40);
+}

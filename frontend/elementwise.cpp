@@ -22,8 +22,6 @@ bool is_float_ufunc(UnaryFn f) {
     case UnaryFn::Arccos:
     case UnaryFn::Arctan:
     case UnaryFn::Sigmoid:
-    case UnaryFn::Floor:
-    case UnaryFn::Ceil:
       return true;
     default:
       return false;
@@ -113,7 +111,12 @@ Array unary(UnaryFn f, const Array& a) {
   if (f == UnaryFn::Invert && is_float(in->dtype))
     throw Error(std::string("invert: only integer and bool operands are supported (operand ") +
                 dtype_name(in->dtype) + ", shape " + shape_str(in->shape) + ")");
-  if (is_float_ufunc(f)) {
+  if (f == UnaryFn::Sign && in->dtype == DType::Bool)
+    throw Error("sign: bool operands are not supported (shape " + shape_str(in->shape) +
+                "; NumPy has no bool loop either); use astype(int32) first");
+  // NumPy 2: floor/ceil keep integer and bool dtypes; round of bool is float16 there, float64
+  // here (Kiln has no float16, as for sqrt and the other float functions of bool).
+  if (is_float_ufunc(f) || (f == UnaryFn::Round && in->dtype == DType::Bool)) {
     out = float_result(in->dtype);
     in = cast_node(in, out);
   } else if (f == UnaryFn::IsNan || f == UnaryFn::IsFinite || f == UnaryFn::Not) {

@@ -146,6 +146,8 @@ std::vector<NDArray> compute(const std::vector<Array>& arrays, const ComputeOpti
   return out;
 }
 
+std::string compile_target() { return cpu::target_summary(); }
+
 Stats stats() {
   Stats s = t_last;
   auto c = cpu::compile_stats();

@@ -5,6 +5,7 @@
 #include <new>
 
 #include "support/error.hpp"
+#include "support/flags.hpp"
 
 namespace kiln {
 
@@ -15,7 +16,9 @@ std::atomic<int64_t> g_peak{0};
 
 void* host_alloc(size_t bytes) {
   size_t rounded = (std::max<size_t>(bytes, 1) + 63) / 64 * 64;
-  void* p = std::aligned_alloc(64, rounded);
+  int64_t limit = flags().fail_alloc_above;
+  void* p =
+      limit > 0 && bytes > static_cast<size_t>(limit) ? nullptr : std::aligned_alloc(64, rounded);
   if (!p) throw Error("compute: out of memory allocating " + std::to_string(bytes) + " bytes");
   int64_t now = g_in_use.fetch_add(static_cast<int64_t>(bytes)) + static_cast<int64_t>(bytes);
   int64_t peak = g_peak.load();

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# The one list of Debian packages Kiln needs to build, test and benchmark. Idempotent: installs only
-# what is missing. Used by both README commands and by .ci/run; `install-deps.sh peers` adds the
-# Python peers the benchmark comparison runs (bench/peers).
+# The one list of Debian packages Kiln needs to build, test and benchmark, and the test oracle: the
+# NumPy pinned in tests/requirements.txt, in a venv at .venv/oracle (the tests' default
+# interpreter; KILN_PYTHON overrides it). Idempotent: installs only what is missing. Used by both
+# README commands and by .ci/run; `install-deps.sh peers` adds the Python peers the benchmark
+# comparison runs (bench/peers).
 set -euo pipefail
 pkgs=(
   cmake ninja-build ccache g++ clang-format
@@ -9,10 +11,10 @@ pkgs=(
   libopenblas-dev liblapacke-dev libboost-graph-dev libtbb-dev
   libfmt-dev libcli11-dev nlohmann-json3-dev libdlpack-dev
   libgtest-dev libgmock-dev libbenchmark-dev
-  python3-numpy
+  python3-numpy python3-venv
 )
 if [ "${1:-}" = peers ]; then
-  pkgs+=(python3-dask python3-numexpr python3-venv)
+  pkgs+=(python3-dask python3-numexpr)
 fi
 missing=()
 for p in "${pkgs[@]}"; do
@@ -23,4 +25,16 @@ if [ ${#missing[@]} -gt 0 ]; then
   SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO=sudo
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+# The oracle venv: rebuilt only when the pinned requirements differ from what it holds.
+root="$(cd "$(dirname "$0")/.." && pwd)"
+venv="$root/.venv/oracle"
+req="$root/tests/requirements.txt"
+if ! cmp -s "$req" "$venv/requirements.txt" 2>/dev/null; then
+  echo "install-deps: making the test oracle venv $venv ($(grep -v '^#' "$req" | tr '\n' ' '))"
+  rm -rf "$venv"
+  /usr/bin/python3 -m venv "$venv"
+  "$venv/bin/pip" install --quiet --disable-pip-version-check -r "$req"
+  cp "$req" "$venv/requirements.txt"
 fi

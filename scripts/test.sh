@@ -2,6 +2,9 @@
 # Builds Kiln and runs the test suite (ctest). Usage: scripts/test.sh [preset]
 # Presets: release (default), asan (AddressSanitizer + UBSan), tsan (ThreadSanitizer; the executor
 # runs on std::threads there, as libtbb is not instrumented). Every preset runs every test.
+# The release preset then runs the suite again with kernels compiled for the next narrower CPU
+# (KILN_TARGET_CPU: x86-64-v3, AVX2, on AVX-512 hosts; x86-64-v2, SSE4, on AVX2 hosts), so both
+# libmvec variants and both code paths are tested on one host.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
@@ -9,3 +12,15 @@ preset="${1:-release}"
 cmake --preset "$preset" >/dev/null
 cmake --build --preset "$preset"
 ctest --preset "$preset"
+if [ "$preset" = release ]; then
+  host="$(build/release/kiln run diamond --size 100 --chunk 50 --json)"
+  case "$host" in
+    *AVX-512*) narrower=x86-64-v3 ;;
+    *AVX2*) narrower=x86-64-v2 ;;
+    *) narrower="" ;;
+  esac
+  if [ -n "$narrower" ]; then
+    echo "test.sh: the suite again with KILN_TARGET_CPU=$narrower (host: $(echo "$host" | grep -o "\"compile_target\":\"[^\"]*\""))"
+    KILN_TARGET_CPU="$narrower" ctest --preset release
+  fi
+fi

@@ -13,6 +13,8 @@ Flags from_env() {
   if (const char* v = std::getenv("KILN_NO_PUSH_SLICES")) f.no_push_slices = std::atoi(v) != 0;
   if (const char* v = std::getenv("KILN_NO_COMPILE")) f.no_compile = std::atoi(v) != 0;
   if (const char* v = std::getenv("KILN_PRECISE_MATH")) f.precise_math = std::atoi(v) != 0;
+  if (const char* v = std::getenv("KILN_TARGET_CPU")) f.target_cpu = v;
+  if (const char* v = std::getenv("KILN_FAIL_ALLOC_ABOVE")) f.fail_alloc_above = std::atoll(v);
   if (const char* v = std::getenv("KILN_CACHE_DIR")) {
     f.cache_dir = v;
   } else if (const char* x = std::getenv("XDG_CACHE_HOME")) {

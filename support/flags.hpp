@@ -12,9 +12,14 @@
 // | KILN_PRECISE_MATH=1 | precise_math | transcendental functions from glibc's scalar libm (as  |
 // |                   |              | NumPy calls them) instead of libmvec's vector variants,   |
 // |                   |              | which differ by up to 4 ulp and are several times faster  |
+// | KILN_TARGET_CPU=C | target_cpu   | kernels for LLVM CPU C (x86-64-v3: AVX2 and its libmvec   |
+// |                   |              | variant on an AVX-512 host) instead of the host's CPU     |
+// | KILN_FAIL_ALLOC_ABOVE=B | fail_alloc_above | tests: block allocations over B bytes fail |
+// |                   |              | as if malloc returned null (0: off)                       |
 // | KILN_CACHE_DIR=D  | cache_dir    | on-disk kernel object cache ("" disables; default         |
 // |                   |              | $XDG_CACHE_HOME/kiln or ~/.cache/kiln)                    |
 #pragma once
+#include <cstdint>
 #include <string>
 
 namespace kiln {
@@ -26,6 +31,8 @@ struct Flags {
   bool no_push_slices = false;
   bool no_compile = false;
   bool precise_math = false;
+  std::string target_cpu;        // read when the JIT starts, the first compile of the process
+  int64_t fail_alloc_above = 0;  // bytes
   std::string cache_dir;
 };
 

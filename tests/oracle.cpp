@@ -23,6 +23,22 @@ const std::string& tmpdir() {
   return dir;
 }
 
+static std::string env_or(const char* name, const char* fallback) {
+  const char* v = std::getenv(name);
+  return v && *v ? v : fallback;
+}
+
+std::string python() { return env_or("KILN_PYTHON", KILN_TEST_PYTHON); }
+std::string kiln_cli() { return env_or("KILN_BIN", KILN_CLI_PATH); }
+std::string source_dir() { return env_or("KILN_SOURCE_DIR", KILN_SOURCE_DIR); }
+std::string kiln_bench() {
+#ifdef KILN_BENCH_PATH
+  return env_or("KILN_BENCH_BIN", KILN_BENCH_PATH);
+#else
+  return env_or("KILN_BENCH_BIN", "");
+#endif
+}
+
 static NDArray load(const std::string& path) {
   kiln::MappedNpy m = kiln::map_npy(path);
   DType t = kiln::dtype_from_npy_descr(m.info.descr, path);
@@ -46,7 +62,7 @@ std::vector<NDArray> numpy(const std::vector<std::pair<std::string, NDArray>>& i
     py << "np.save('" << dir << "/out" << k << ".npy', np.asarray(" << exprs[k]
        << ").copy(order='C'))\n";
   std::ofstream(dir + "/script.py") << py.str();
-  std::string cmd = "/usr/bin/python3 " + dir + "/script.py";
+  std::string cmd = python() + " " + dir + "/script.py";
   int rc = std::system(cmd.c_str());
   EXPECT_EQ(rc, 0) << "python failed:\n" << py.str();
   std::vector<NDArray> out;
@@ -122,6 +138,52 @@ NDArray make_array(DType t, const Shape& shape, const std::vector<double>& value
     return ::testing::AssertionFailure()
            << bad << " of " << got.size() << " elements differ; first at flat index " << first
            << ": got " << got.at(first) << ", expected " << want.at(first);
+  return ::testing::AssertionSuccess();
+}
+
+// The distance in units in the last place between two finite doubles of the same dtype: the
+// number of representable values of that dtype between them.
+static double ulp_distance(double g, double w, DType t) {
+  if (g == w) return 0;
+  if (t == DType::Float32) {
+    auto key = [](float f) {
+      int32_t i;
+      std::memcpy(&i, &f, sizeof i);
+      return i < 0 ? -static_cast<int64_t>(i & 0x7fffffff) : static_cast<int64_t>(i);
+    };
+    return std::fabs(static_cast<double>(key(static_cast<float>(g)) - key(static_cast<float>(w))));
+  }
+  auto key = [](double d) {
+    int64_t i;
+    std::memcpy(&i, &d, sizeof i);
+    return i < 0 ? -static_cast<long double>(i & 0x7fffffffffffffff) : static_cast<long double>(i);
+  };
+  return static_cast<double>(std::fabs(key(g) - key(w)));
+}
+
+::testing::AssertionResult same_ulps(const NDArray& got, const NDArray& want, double ulps) {
+  if (!kiln::is_float(got.dtype()) || got.dtype() != want.dtype() || got.shape() != want.shape())
+    return same(got, want);
+  int64_t bad = 0, first = -1;
+  double worst = 0;
+  for (int64_t k = 0; k < got.size(); ++k) {
+    double g = got.at(k), w = want.at(k);
+    bool ok;
+    if (std::isnan(g) || std::isnan(w) || std::isinf(g) || std::isinf(w))
+      ok = (std::isnan(g) && std::isnan(w)) || g == w;
+    else
+      ok = ulp_distance(g, w, got.dtype()) <= ulps;
+    if (!ok) {
+      if (bad++ == 0) first = k;
+      if (std::isfinite(g) && std::isfinite(w))
+        worst = std::max(worst, ulp_distance(g, w, got.dtype()));
+    }
+  }
+  if (bad)
+    return ::testing::AssertionFailure()
+           << bad << " of " << got.size() << " elements differ by more than " << ulps
+           << " ulp (worst " << worst << "); first at flat index " << first << ": got "
+           << got.at(first) << ", expected " << want.at(first);
   return ::testing::AssertionSuccess();
 }
 

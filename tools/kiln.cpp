@@ -167,6 +167,7 @@ nlohmann::json to_json(const kiln::workloads::Workload& w, const RunOptions& o, 
   j["kernels"] = r.kernels;
   j["peak_bytes"] = r.peak_bytes;
   j["peak_rss_bytes"] = peak_rss_bytes();
+  j["compile_target"] = kiln::compile_target();
   return j;
 }
 

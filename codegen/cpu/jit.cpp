@@ -7,6 +7,7 @@
 #include <llvm/IR/LegacyPassManager.h>
 #include <llvm/IR/Module.h>
 #include <llvm/IR/Verifier.h>
+#include <llvm/MC/MCSubtargetInfo.h>
 #include <llvm/MC/TargetRegistry.h>
 #include <llvm/Passes/PassBuilder.h>
 #include <llvm/Support/DynamicLibrary.h>
@@ -119,6 +120,12 @@ class Jit {
   }
 
   const std::string& target_id() const { return target_id_; }
+  std::string target_summary() const {
+    const char* isa = vector_math_.isa == 'e'   ? "AVX-512"
+                      : vector_math_.isa == 'd' ? "AVX2"
+                                                : "SSE4";
+    return std::string(tm_->getTargetCPU()) + ", vector math " + isa;
+  }
 
  private:
   Jit() {
@@ -131,6 +138,7 @@ class Jit {
     auto tm = jtmb->createTargetMachine();
     if (!tm) throw Error("compile: no LLVM target machine: " + toString(tm.takeError()));
     tm_ = std::move(*tm);
+    if (const std::string& cpu = flags().target_cpu; !cpu.empty()) retarget(*jtmb, cpu);
     auto jit = llvm::orc::LLJITBuilder().setJITTargetMachineBuilder(*jtmb).create();
     if (!jit) throw Error("compile: cannot create the LLJIT: " + toString(jit.takeError()));
     jit_ = std::move(*jit);
@@ -146,11 +154,11 @@ class Jit {
     target_id_ = std::string(tm_->getTargetCPU()) + "|" +
                  std::string(tm_->getTargetFeatureString()) +
                  "|llvm-" LLVM_VERSION_STRING "|printer-" + std::to_string(kPrinterVersion);
-    // One libmvec variant per host: the widest ISA it has (see MathMode).
-    std::string features = tm_->getTargetFeatureString().str() + ",";
-    if (features.find("+avx512f,") != std::string::npos)
+    // One libmvec variant per target: the widest ISA it has (see MathMode).
+    const llvm::MCSubtargetInfo* sti = tm_->getMCSubtargetInfo();
+    if (sti->checkFeatures("+avx512f"))
       vector_math_ = {false, 'e', 8};
-    else if (features.find("+avx2,") != std::string::npos)
+    else if (sti->checkFeatures("+avx2,+fma"))
       vector_math_ = {false, 'd', 4};
     else
       vector_math_ = {false, 'b', 2};
@@ -163,6 +171,28 @@ class Jit {
       const char* abi = names_.back().c_str();
       vecdescs_.emplace_back(scalar, vec, llvm::ElementCount::getFixed(m.lanes), false, abi);
     }
+  }
+
+  // KILN_TARGET_CPU: code for an LLVM CPU name (x86-64-v3: AVX2 on an AVX-512 host) with that
+  // CPU's own features. Refused unless the host has every one of them (the code would fault).
+  void retarget(llvm::orc::JITTargetMachineBuilder& jtmb, const std::string& cpu) {
+    const llvm::MCSubtargetInfo* host = tm_->getMCSubtargetInfo();
+    if (!host->isCPUStringValid(cpu))
+      throw Error("compile: KILN_TARGET_CPU '" + cpu + "' is not a CPU LLVM knows for " +
+                  tm_->getTargetTriple().str() + " (for example x86-64-v2, x86-64-v3, znver3)");
+    jtmb.setCPU(cpu);
+    jtmb.getFeatures() = llvm::SubtargetFeatures();
+    auto tm = jtmb.createTargetMachine();
+    if (!tm)
+      throw Error("compile: no LLVM target machine for " + cpu + ": " + toString(tm.takeError()));
+    std::string names;
+    for (const auto& f : llvm::sys::getHostCPUFeatures())
+      if (!f.getValue() && (*tm)->getMCSubtargetInfo()->checkFeatures("+" + f.getKey().str()))
+        names += (names.empty() ? "" : ", ") + f.getKey().str();
+    if (!names.empty())
+      throw Error("compile: KILN_TARGET_CPU '" + cpu +
+                  "' needs features this host lacks: " + names);
+    tm_ = std::move(*tm);
   }
 
   std::unique_ptr<llvm::MemoryBuffer> build_object(const kir::Kernel& k, const char* name,
@@ -273,5 +303,6 @@ std::string take_kernel_error() {
 
 CompileStats compile_stats() { return Jit::instance().stats(); }
 const std::string& target_id() { return Jit::instance().target_id(); }
+std::string target_summary() { return Jit::instance().target_summary(); }
 
 }  // namespace kiln::cpu

@@ -35,5 +35,7 @@ CompileStats compile_stats();
 std::string take_kernel_error();
 // Target description used in cache keys: CPU name, features and LLVM version.
 const std::string& target_id();
+// For people: the CPU name and the vector math ISA (kiln::compile_target()).
+std::string target_summary();
 
 }  // namespace kiln::cpu

@@ -833,10 +833,10 @@ class Printer {
         return math("acos", {x});
       case UnaryFn::Arctan:
         return math("atan", {x});
-      case UnaryFn::Floor:
-        return call_intrinsic(I::floor, x);
+      case UnaryFn::Floor:  // integers and bools: themselves (NumPy 2 keeps their dtype)
+        return fp ? call_intrinsic(I::floor, x) : x;
       case UnaryFn::Ceil:
-        return call_intrinsic(I::ceil, x);
+        return fp ? call_intrinsic(I::ceil, x) : x;
       case UnaryFn::Round:
         return fp ? call_intrinsic(I::roundeven, x) : x;
       case UnaryFn::Sign: {

@@ -14,7 +14,7 @@ namespace kiln::cpu {
 
 // Part of every kernel cache key: bump it whenever the printed code changes for the same kernel
 // IR, so objects cached on disk by an older printer are not reused.
-constexpr int kPrinterVersion = 16;
+constexpr int kPrinterVersion = 17;
 
 // How transcendental functions (sin, cos, tan, exp, log, expm1, log1p, tanh, asin, acos, atan,
 // pow) are called. Precise: glibc's scalar functions (NumPy's results). Otherwise one libmvec

@@ -245,6 +245,9 @@ inline Array operator~(const Array& a) { return unary(UnaryFn::Invert, a); }
 inline Array invert(const Array& a) { return unary(UnaryFn::Invert, a); }
 inline Array bitwise_not(const Array& a) { return unary(UnaryFn::Invert, a); }
 inline Array logical_not(const Array& a) { return unary(UnaryFn::Not, a); }
+// Result dtypes as NumPy 2's: the float functions (sqrt ... arctan, sigmoid) give float32 for
+// float32 and float64 for everything else (NumPy: float16 for bool, which Kiln lacks);
+// floor/ceil/round/abs/sign keep the dtype (round of bool: float64); sign of bool is an error.
 #define KILN_DECLARE_UNARY(name, fn) \
   inline Array name(const Array& a) { return unary(fn, a); }
 KILN_DECLARE_UNARY(abs, UnaryFn::Abs)
@@ -344,6 +347,10 @@ struct Stats {
 Stats stats();
 // Forgets cached plans (kernels stay compiled).
 void clear_plan_cache();
+// What kernels are compiled for: the LLVM CPU name (the host's, or KILN_TARGET_CPU) and the vector
+// math ISA, e.g. "znver3, vector math AVX2". Starts the JIT; throws kiln::Error if
+// KILN_TARGET_CPU names a CPU that is unknown or has features the host lacks.
+std::string compile_target();
 template <class... A, class = std::enable_if_t<(std::is_same_v<A, Array> && ...)>>
 std::vector<NDArray> compute(const Array& a, const A&... rest) {
   return compute(std::vector<Array>{a, rest...});

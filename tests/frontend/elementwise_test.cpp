@@ -13,40 +13,42 @@ namespace {
 struct UnaryCase {
   const char* np;
   Array (*fn)(const Array&);
-  double lo, hi, rtol;
+  double lo, hi, ulps;
 };
 
 }  // namespace
 
 TEST(Elementwise, UnaryFloat64MatchesNumPy) {
-  // libmvec's vector sin/cos/exp/log differ from glibc's scalar results by a few ulp.
+  // libmvec's vector sin/cos/exp/log are within 4 ulp of the correctly rounded result, and so is
+  // what NumPy calls (glibc, or its own SIMD code on AVX-512 hosts and for tanh): 8 ulp apart at
+  // most, on any host. ulps 0: exact.
   const UnaryCase cases[] = {
       {"np.negative(x)", [](const Array& a) { return -a; }, -5, 5, 0},
       {"np.absolute(x)", [](const Array& a) { return kiln::abs(a); }, -5, 5, 0},
       {"np.sqrt(x)", [](const Array& a) { return kiln::sqrt(a); }, 0, 100, 0},
-      {"np.exp(x)", [](const Array& a) { return kiln::exp(a); }, -20, 20, 1e-15},
-      {"np.expm1(x)", [](const Array& a) { return kiln::expm1(a); }, -2, 2, 1e-15},
-      {"np.log(x)", [](const Array& a) { return kiln::log(a); }, 1e-3, 1e3, 1e-15},
-      {"np.log1p(x)", [](const Array& a) { return kiln::log1p(a); }, -0.9, 10, 1e-15},
-      {"np.sin(x)", [](const Array& a) { return kiln::sin(a); }, -10, 10, 1e-15},
-      {"np.cos(x)", [](const Array& a) { return kiln::cos(a); }, -10, 10, 1e-15},
-      {"np.tan(x)", [](const Array& a) { return kiln::tan(a); }, -1.5, 1.5, 1e-15},
-      {"np.tanh(x)", [](const Array& a) { return kiln::tanh(a); }, -5, 5, 1e-15},
-      {"np.arcsin(x)", [](const Array& a) { return kiln::arcsin(a); }, -1, 1, 1e-15},
-      {"np.arccos(x)", [](const Array& a) { return kiln::arccos(a); }, -1, 1, 1e-15},
-      {"np.arctan(x)", [](const Array& a) { return kiln::arctan(a); }, -10, 10, 1e-15},
+      {"np.exp(x)", [](const Array& a) { return kiln::exp(a); }, -20, 20, 8},
+      {"np.expm1(x)", [](const Array& a) { return kiln::expm1(a); }, -2, 2, 8},
+      {"np.log(x)", [](const Array& a) { return kiln::log(a); }, 1e-3, 1e3, 8},
+      {"np.log1p(x)", [](const Array& a) { return kiln::log1p(a); }, -0.9, 10, 8},
+      {"np.sin(x)", [](const Array& a) { return kiln::sin(a); }, -10, 10, 8},
+      {"np.cos(x)", [](const Array& a) { return kiln::cos(a); }, -10, 10, 8},
+      {"np.tan(x)", [](const Array& a) { return kiln::tan(a); }, -1.5, 1.5, 8},
+      {"np.tanh(x)", [](const Array& a) { return kiln::tanh(a); }, -5, 5, 8},
+      {"np.arcsin(x)", [](const Array& a) { return kiln::arcsin(a); }, -1, 1, 8},
+      {"np.arccos(x)", [](const Array& a) { return kiln::arccos(a); }, -1, 1, 8},
+      {"np.arctan(x)", [](const Array& a) { return kiln::arctan(a); }, -10, 10, 8},
       {"np.floor(x)", [](const Array& a) { return kiln::floor(a); }, -5, 5, 0},
       {"np.ceil(x)", [](const Array& a) { return kiln::ceil(a); }, -5, 5, 0},
       {"np.round(x)", [](const Array& a) { return kiln::round(a); }, -5, 5, 0},
       {"np.sign(x)", [](const Array& a) { return kiln::sign(a); }, -5, 5, 0},
-      {"1 / (1 + np.exp(-x))", [](const Array& a) { return kiln::sigmoid(a); }, -10, 10, 1e-15},
+      {"1 / (1 + np.exp(-x))", [](const Array& a) { return kiln::sigmoid(a); }, -10, 10, 8},
   };
   uint32_t seed = 1;
   for (const auto& c : cases) {
     NDArray x = kt::random_array(DType::Float64, {37, 53}, seed++, c.lo, c.hi);
     NDArray got = c.fn(lazy(x, {16, 20})).compute();
     NDArray want = kt::numpy({{"x", x}}, {c.np})[0];
-    EXPECT_TRUE(same(got, want, c.rtol * 4)) << c.np;
+    EXPECT_TRUE(c.ulps ? kt::same_ulps(got, want, c.ulps) : same(got, want)) << c.np;
   }
 }
 
@@ -94,7 +96,11 @@ TEST(Elementwise, BinaryOpsWithBroadcastingMatchNumPy) {
       x + y,  x - y,  x * y,  x / y,         x % y,        pow(abs(x), y), x<y, x <= y, x> y,
       x >= y, x == y, x != y, maximum(x, y), minimum(x, y)};
   auto res = compute(got);
-  for (size_t k = 0; k < exprs.size(); ++k) EXPECT_TRUE(same(res[k], want[k], 4e-16)) << exprs[k];
+  // Correctly rounded operations are exact; pow (libmvec's, within 4 ulp) within 8 ulp of NumPy's.
+  for (size_t k = 0; k < exprs.size(); ++k)
+    EXPECT_TRUE(exprs[k].find("power") != std::string::npos ? kt::same_ulps(res[k], want[k], 8)
+                                                            : same(res[k], want[k]))
+        << exprs[k];
 }
 
 TEST(Elementwise, IntegerArithmeticFollowsNumPy) {
@@ -164,22 +170,35 @@ TEST(Elementwise, VectorizedTranscendentalsOverManyElements) {
   for (size_t k = 0; k < got.size(); ++k) EXPECT_TRUE(same(got[k], want[k], 1e-12)) << k;
 }
 
-TEST(Elementwise, PreciseMathReproducesNumPysTrigIdentityCount) {
-  // libmvec's vector sin/cos are within 4 ulp of glibc's, so an exact test such as
-  // sin^2 + cos^2 == 1 counts differently; KILN_PRECISE_MATH uses glibc's scalar functions.
+TEST(Elementwise, PreciseMathCallsGlibcsScalarFunctions) {
+  // KILN_PRECISE_MATH makes kernels call glibc's scalar sin/cos/..., so an exact test such as
+  // sin^2 + cos^2 == 1 counts as the same test written in C++ with std::sin/std::cos. (NumPy gives
+  // that count too only where it calls glibc as well: not on AVX-512 hosts, where it has SIMD code
+  // of its own; and libmvec's vector functions, the default, are within 4 ulp of glibc's.)
   NDArray a = kt::random_array(DType::Float64, {300, 400}, 53, 0, 1);
   Array x = lazy(a, {100, 100});
   Array y = (pow(sin(x), 2) + pow(cos(x), 2) == 1).sum();
-  int64_t numpy_count =
-      kt::numpy({{"a", a}}, {"(np.sin(a)**2 + np.cos(a)**2 == 1).sum()"})[0].item<int64_t>();
+  int64_t glibc_count = 0;
+  for (int64_t k = 0; k < a.size(); ++k) {
+    double s = std::sin(a.at(k)), c = std::cos(a.at(k));
+    glibc_count += s * s + c * c == 1;
+  }
+  kiln::clear_plan_cache();
   flags().precise_math = true;
+  int64_t plans = kiln::stats().plans_built;
   int64_t precise = y.compute().item<int64_t>();
+  NDArray precise_sin = sin(x).compute();
   flags().precise_math = false;
   int64_t fast = y.compute().item<int64_t>();
-  EXPECT_EQ(precise, numpy_count);
-  EXPECT_NE(fast, precise);  // the fast kernel really is another kernel (here: libmvec's)
+  NDArray fast_sin = sin(x).compute();
+  EXPECT_EQ(kiln::stats().plans_built, plans + 4);  // the flag is part of the plan's key
+  EXPECT_EQ(precise, glibc_count);
   EXPECT_GT(fast, 0);
-  EXPECT_GT(numpy_count, 0);
+  for (int64_t k = 0; k < a.size(); ++k) {
+    double want = std::sin(a.at(k));
+    ASSERT_EQ(precise_sin.at(k), want) << k;
+    ASSERT_LE(std::fabs(fast_sin.at(k) - want), 4 * (std::nextafter(want, 2.0) - want)) << k;
+  }
 }
 
 TEST(Elementwise, TranscendentalValuesDoNotDependOnChunkingOrFusion) {

@@ -1,7 +1,7 @@
-// Differential fuzzing of Kiln against NumPy 1.24 (Debian's /usr/bin/python3), and of Kiln against
-// itself: every generated case (1-3 root expressions over 1-4 inputs, see expr_gen.hpp) is computed
-// with fusion on and off and with 1 and 2-4 threads, which must give bit-identical results, and
-// the fused one-thread result is compared with NumPy's.
+// Differential fuzzing of Kiln against NumPy (pinned in tests/requirements.txt; kt::python()), and
+// of Kiln against itself: every generated case (1-3 root expressions over 1-4 inputs, see
+// expr_gen.hpp) is computed with fusion on and off and with 1 and 2-4 threads, which must give
+// bit-identical results, and the fused one-thread result is compared with NumPy's.
 //
 // Fixed slice (what ctest runs): 300 cases of seed 1, NumPy started once per batch of 50 cases.
 //   build/fuzz/kiln_tests --gtest_filter='Fuzz.*'
@@ -213,7 +213,7 @@ std::vector<std::vector<NumpyRun>> run_numpy(const std::vector<Case>& cases, boo
     py << "case" << c << "()\n";
   }
   std::ofstream(dir + "/script.py") << py.str();
-  std::string cmd = "/usr/bin/python3 " + dir + "/script.py > " + dir + "/log.txt 2>&1";
+  std::string cmd = kt::python() + " " + dir + "/script.py > " + dir + "/log.txt 2>&1";
   int rc = std::system(cmd.c_str());
   if (rc != 0) {
     std::ifstream in(dir + "/log.txt");

@@ -4,6 +4,7 @@
 #include <thread>
 
 #include "oracle.hpp"
+#include "support/flags.hpp"
 
 using namespace kiln;
 using kt::same;
@@ -104,13 +105,19 @@ TEST(Execute, LargeLogicalArrayReducesInBoundedMemory) {
 }
 
 TEST(Execute, AnErrorInsideATaskReachesTheCallerAndKilnStaysUsable) {
-  // A 32 TiB output cannot be allocated: the allocation fails inside the first block's task.
-  Array huge = zeros({int64_t{1} << 21, int64_t{1} << 21}, {int64_t{1} << 21, 1024});
+  // A failed block allocation inside the first block's task (injected: a real one would need an
+  // allocation that fails, which overcommit may grant and then kill the process for).
+  Array big = zeros({4096, 4096}, {1024, 4096}) + 1;
+  int64_t saved = flags().fail_alloc_above;
+  flags().fail_alloc_above = int64_t{1} << 20;  // the output is 128 MiB
   try {
-    huge.compute();
-    ADD_FAILURE() << "a 32 TiB allocation succeeded";
+    big.compute();
+    ADD_FAILURE() << "the injected allocation failure did not reach the caller";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("out of memory"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("compute: out of memory allocating"), std::string::npos)
+        << e.what();
   }
+  flags().fail_alloc_above = saved;
   EXPECT_EQ((ones({100}, {10}) * 2).sum().compute().item<double>(), 200.0);
+  EXPECT_EQ(big.sum().compute().item<double>(), 4096.0 * 4096);
 }

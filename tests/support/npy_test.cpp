@@ -1,4 +1,4 @@
-// Tests for support/npy: reference files are written by Debian's NumPy (/usr/bin/python3), and
+// Tests for support/npy: reference files are written by the oracle's NumPy (kt::python()), and
 // files written by save_npy are checked by NumPy itself.
 #include "support/npy.hpp"
 
@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "oracle.hpp"
 #include "support/error.hpp"
 
 namespace kiln {
@@ -98,7 +99,7 @@ class NpyTest : public ::testing::Test {
                           "        print('python check failed:', what, file=sys.stderr)\n"
                           "        sys.exit(1)\n" +
                           body + "\n");
-    return std::system(("/usr/bin/python3 " + script).c_str());
+    return std::system((kt::python() + " " + script).c_str());
   }
 
   std::string dir_;

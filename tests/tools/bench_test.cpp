@@ -10,7 +10,7 @@
 TEST(Bench, QuickWorkloadSuiteRunsTheSolverToo) {
   int rc = 0;
   std::string out = kt::shell(
-      "env KILN_BENCH_QUICK=1 " + std::string(KILN_BENCH_PATH) +
+      "env KILN_BENCH_QUICK=1 " + kt::kiln_bench() +
           " --benchmark_filter='BM_Workload/(logistic-gd|diamond)/' --benchmark_min_time=0.001"
           " --benchmark_format=json 2>/dev/null",
       &rc);

@@ -13,7 +13,7 @@ namespace {
 // Runs the kiln command; returns what it wrote where `redirect` sends it (default: stdout and
 // stderr both).
 std::string run(const std::string& args, int* rc = nullptr, const std::string& redirect = "2>&1") {
-  return kt::shell(std::string(KILN_CLI_PATH) + " " + args + " " + redirect, rc);
+  return kt::shell(kt::kiln_cli() + " " + args + " " + redirect, rc);
 }
 }  // namespace
 

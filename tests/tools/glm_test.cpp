@@ -19,7 +19,7 @@ TEST(Workloads, LogisticGradientDescentMatchesNumPy) {
     labels[i] = s > 0;
   }
   NDArray y = kt::make_array(DType::Float64, {n}, labels);
-  const std::string ref = "(__import__('sys').path.insert(0, '" KILN_SOURCE_DIR
+  const std::string ref = "(__import__('sys').path.insert(0, '" + kt::source_dir() +
                           "/tests/tools'), __import__('glm_reference')"
                           ".gradient_descent(X, y, 15, 1e-14))[1]";
   NDArray want = kt::numpy({{"X", x}, {"y", y}}, {ref})[0];

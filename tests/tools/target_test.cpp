@@ -1,0 +1,57 @@
+// KILN_TARGET_CPU: kernels compiled for a narrower CPU than the host's (what scripts/test.sh uses
+// to run the suite on both libmvec variants on one host), and the errors for CPUs that cannot be.
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+
+#include "oracle.hpp"
+#include "shell.hpp"
+
+namespace {
+nlohmann::json run_json(const std::string& env, const std::string& args) {
+  int rc = 0;
+  std::string out = kt::shell(env + " " + kt::kiln_cli() + " run " + args + " --json 2>&1", &rc);
+  EXPECT_EQ(rc, 0) << out;
+  return rc == 0 ? nlohmann::json::parse(out) : nlohmann::json::object();
+}
+}  // namespace
+
+TEST(Target, ANarrowerCpuComputesTheSameResultsWithItsOwnVectorMath) {
+  const std::string host = kiln::compile_target();
+  // One ISA below the host's: AVX-512 hosts run AVX2 code, AVX2 hosts SSE4 code.
+  const bool avx512 = host.find("AVX-512") != std::string::npos;
+  const std::string cpu = avx512 ? "x86-64-v3" : "x86-64-v2";
+  const std::string isa = avx512 ? "vector math AVX2" : "vector math SSE4";
+  const std::string env = "env KILN_CACHE_DIR= KILN_TARGET_CPU=" + cpu;
+  for (const char* w : {"random-sum --size 2000 --chunk 500",
+                        "trig-identity --size 600 --chunk 200", "diamond --size 900 --chunk 300"}) {
+    nlohmann::json narrow = run_json(env, w), native = run_json("env KILN_CACHE_DIR=", w);
+    ASSERT_TRUE(narrow.contains("compile_target") && native.contains("compile_target")) << w;
+    EXPECT_EQ(narrow["compile_target"], cpu + ", " + isa) << w;
+    EXPECT_EQ(native["compile_target"], host) << w;
+    double a = narrow["result"].get<double>(), b = native["result"].get<double>();
+    // libmvec's variants differ by a few ulp per element; trig-identity counts exact equalities.
+    double tol = std::string(w).rfind("trig", 0) == 0 ? 0.05 * std::fabs(b) : 1e-9 * std::fabs(b);
+    EXPECT_NEAR(a, b, tol) << w;
+    EXPECT_EQ(narrow["tasks"], native["tasks"]) << w;
+  }
+}
+
+TEST(Target, UnknownCpusAndCpusWithFeaturesTheHostLacksAreRefused) {
+  int rc = 0;
+  std::string out = kt::shell("env KILN_CACHE_DIR= KILN_TARGET_CPU=pentium9000 " + kt::kiln_cli() +
+                                  " run diamond --size 100 --chunk 50 2>&1",
+                              &rc);
+  EXPECT_NE(rc, 0) << out;
+  EXPECT_NE(out.find("KILN_TARGET_CPU 'pentium9000' is not a CPU LLVM knows"), std::string::npos)
+      << out;
+  // Sapphire Rapids has AMX, which AMD hosts (and older Intel ones) lack.
+  out = kt::shell("env KILN_CACHE_DIR= KILN_TARGET_CPU=sapphirerapids " + kt::kiln_cli() +
+                      " run diamond --size 100 --chunk 50 2>&1",
+                  &rc);
+  if (rc == 0) GTEST_SKIP() << "this host runs Sapphire Rapids code: " << kiln::compile_target();
+  EXPECT_NE(out.find("KILN_TARGET_CPU 'sapphirerapids' needs features this host lacks: "),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find("amx"), std::string::npos) << out;
+}

@@ -45,7 +45,7 @@ bool is_bitwise(BinaryFn f) {
 }
 
 // The dtypes an operation refuses, as NumPy does (float bitwise ops) or where NumPy's result
-// dtype (int8 for bool // bool and bool << bool) does not exist in Kiln.
+// dtype (int8 for bool // bool, bool % bool, bool ** bool and bool << bool) does not exist in Kiln.
 void check_operand_types(BinaryFn f, DType a, DType b, DType ct) {
   std::string op = binary_name(f);
   std::string operands = std::string(" (operands ") + dtype_name(a) + ", " + dtype_name(b) + ")";
@@ -55,7 +55,8 @@ void check_operand_types(BinaryFn f, DType a, DType b, DType ct) {
   if (is_bitwise(f) && is_float(ct))
     throw Error(op + ": only integer and bool operands are supported" + operands);
   bool shift = f == BinaryFn::LeftShift || f == BinaryFn::RightShift;
-  if ((shift || f == BinaryFn::FloorDiv) && ct == DType::Bool)
+  bool int8_in_numpy = shift || f == BinaryFn::FloorDiv || f == BinaryFn::Mod || f == BinaryFn::Pow;
+  if (int8_in_numpy && ct == DType::Bool)
     throw Error(op + ": bool operands are not supported" + operands +
                 " (NumPy gives int8, which Kiln lacks); use astype(int32) first");
 }

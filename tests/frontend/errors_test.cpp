@@ -89,7 +89,23 @@ TEST(Errors, NumPy2IntegerRules) {
   expect_error([&] { ~f; }, {"invert", "float64"});
   Array b = ones({2}, {}, DType::Bool);
   expect_error([&] { b << b; }, {"left_shift", "bool", "int8"});
+  expect_error([&] { b % b; }, {"remainder", "bool", "int8"});
+  expect_error([&] { pow(b, b); }, {"power", "bool", "int8"});
+  expect_error([&] { sign(b); }, {"sign", "bool"});
   EXPECT_EQ((b << 1).dtype(), DType::Int64);  // a Python int promotes bool (NEP 50)
+}
+
+TEST(Errors, NumPy2RoundingKeepsIntegerDtypes) {
+  // NumPy 2: floor/ceil of integers and bools keep their dtype (NumPy 1.x gave float64).
+  NDArray i = kt::make_array(DType::Int32, {4}, {-2147483648.0, -3, 0, 2147483647.0});
+  NDArray b = kt::make_array(DType::Bool, {2}, {1, 0});
+  auto want = kt::numpy({{"i", i}, {"b", b}},
+                        {"np.floor(i)", "np.ceil(i)", "np.round(i)", "np.floor(b)", "np.ceil(b)"});
+  auto got = compute({floor(kt::lazy(i, {3})), ceil(kt::lazy(i, {3})), round(kt::lazy(i, {3})),
+                      floor(kt::lazy(b)), ceil(kt::lazy(b))});
+  for (size_t k = 0; k < got.size(); ++k) EXPECT_TRUE(kt::same(got[k], want[k])) << k;
+  // round(bool): NumPy's float16, Kiln's float64.
+  EXPECT_EQ(round(kt::lazy(b)).dtype(), DType::Float64);
 }
 
 TEST(Errors, FilesAndResults) {

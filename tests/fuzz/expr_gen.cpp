@@ -1,38 +1,38 @@
 // Random expression generator for the Kiln / NumPy differential fuzzer (see expr_gen.hpp).
 //
-// Where NumPy 1.24 and Kiln legitimately differ, and what the generator does about it:
+// The oracle is NumPy 2 (tests/requirements.txt), whose promotion (NEP 50) Kiln follows. Where
+// they legitimately differ, or where older NumPy differed, and what the generator does about it:
 //
-// 1. Python scalars. Kiln's scalars are weak (NEP 50): `int32_array + 3` is int32 and the scalar
-//    is converted to the array's type. NumPy 1.24 uses value-based casting instead, which agrees
-//    with NEP 50 as long as the literal "fits" the array's kind: an int literal that fits the
-//    integer type, a float literal that fits float16's range (|v| < 65504) next to a float array.
-//    It differs for `int32_array + 2**40` (NumPy: int64; NEP 50 / Kiln: int32 overflow, Kiln wraps
-//    the value with static_cast) and `float32_array * 1e300` (NumPy: float64; Kiln: float32 inf).
-//    So int literals stay within [-100, 100] and float literals within [-100, 100]; the literal is
-//    written as a plain Python literal so that NumPy's own casting rules are exercised.
-// 2. 0-d operands. NumPy 1.24 also applies value-based casting to 0-d arrays and NumPy scalars
-//    (rank-0 inputs, full reductions, integer indexing): `float32_vector + float64_0d` is float32
-//    there, float64 in Kiln (and in NumPy 2). When a 0-d array meets an array of rank >= 1 with a
-//    different dtype, the NumPy text reshapes the 0-d operand to (1,) (same broadcast result, but
-//    an ordinary array for promotion). When a Python literal meets a 0-d operand, NumPy 1.24
-//    promotes both as scalars, giving the literal its default type (`np.int32(5) + 2` is int64,
-//    `np.float32(1) + 0.5` is float64), so the literal is written as a NumPy scalar of the type
-//    Kiln converts it to (`np.int32(2)`).
-// 3. float -> int conversion of NaN, +-inf or out-of-range values is implementation-defined (and
-//    differs between Kiln's JIT and NumPy): never generated. Integer results never overflow: the
-//    generator tracks value bounds and refuses operations that could overflow (int32 wraps in both,
-//    but Kiln may use nsw arithmetic).
-// 4. Precision. sin/cos/exp/log/tanh/pow... use libmvec in Kiln (within 4 ulp of glibc) and
-//    float sums/products are reassociated (vectorized blocks, combine trees) while NumPy uses
-//    pairwise summation. Results that went through such an operation are "inexact" and compared
-//    with a tolerance; a discontinuous operation (comparison, floor/ceil/round/sign, astype to
-//    int/bool, %, argmin/argmax, all/any, where's condition, logical ops) is only ever applied to
-//    exact values, so a last-ulp difference can never turn into a different integer or branch.
-//    Float sums/means/products of integer-valued data below 2^53 (2^24 for float32) are exact in
-//    any order and stay exact.
-// 5. NumPy type quirks Kiln does not copy: float ufuncs (sqrt, floor, sin, ...) on bool arrays
-//    give float16 in NumPy (Kiln: float64), np.sign / % / ** on bool give int8: such operations get
-//    a non-bool operand instead. bool - bool and -bool are errors on both sides: never generated.
+// 1. Python scalars are weak (NEP 50): `int32_array + 3` is int32, the literal converted to the
+//    array's type. Literals are mostly small ([-100, 100], quarter steps, a few decimals), now and
+//    then wide: integers up to the limits of the type they are converted to (int32's and int64's
+//    extremes, 2^40 + 7, 2^53 - 1, 2^62; exactly representable as doubles, since NumPy converts a
+//    Python int to float32 through a double) and floats from 1e-300 to 1e300 (not next to float32
+//    arrays: 1e300 becomes inf there, in both). A literal that does not fit is an error on both
+//    sides (errors_test covers it), so it is not generated.
+// 2. 0-d operands. NumPy 1.x applied value-based casting to 0-d arrays and NumPy scalars; the
+//    generator still writes such operands in a form both NumPy 1.24 and 2 promote as Kiln does:
+//    when a 0-d array meets an array of rank >= 1 with a different dtype, the NumPy text reshapes
+//    the 0-d operand to (1,); when a Python literal meets a 0-d operand, the literal is written as
+//    a NumPy scalar of the type Kiln converts it to (`np.int32(2)`).
+// 3. float -> int conversion of NaN, +-inf or out-of-range values is implementation-defined (Kiln
+//    saturates, NumPy on x86 gives INT_MIN, with a warning; docs/NUMPY_DIFFERENCES.md): never
+//    generated. Integer arithmetic wraps around in both (two's complement; Kiln's kernels use no
+//    nsw/nuw flags): the generator tracks value bounds, and where + - * // could overflow it
+//    either refuses the op or keeps it with the whole type as the bound (apply_binary).
+// 4. Precision. sin/cos/exp/log/tanh/pow... use libmvec in Kiln (within 4 ulp) and NumPy's are
+//    glibc's or its own SIMD code (within 4 ulp too); float sums/products are reassociated
+//    (vectorized blocks, compensated strips, combine trees) while NumPy sums pairwise. Results
+//    that went through such an operation are "inexact" and compared within a propagated error
+//    bound (Expr::err/rel/inv); a discontinuous operation (comparison, floor/ceil/round/sign,
+//    astype to int/bool, %, //, argmin/argmax, all/any, where's condition, logical ops) is only
+//    ever applied to exact values, so a last-ulp difference can never turn into a different
+//    integer or branch. Float sums/means/products of integer-valued data below 2^53 (2^24 for
+//    float32) are exact in any order and stay exact.
+// 5. NumPy type quirks Kiln does not copy: float ufuncs (sqrt, sin, ...) and round on bool arrays
+//    give float16 in NumPy (Kiln: float64, having no float16); bool % bool, bool ** bool, bool //
+//    bool and bool << bool give int8 (Kiln: an error); sign(bool), bool - bool and -bool are
+//    errors on both sides. Such operations get a non-bool operand instead.
 #include "expr_gen.hpp"
 
 #include <algorithm>
@@ -731,13 +731,30 @@ class Gen {
   Lit random_lit(DType near) {
     int kind = weighted({near == DType::Bool ? 25 : 8, 50, 42});
     if (kind == 0) return lit_bool(coin(0.6));
-    if (kind == 1) return lit_int(coin(0.85) ? uni(-5, 5) : uni(-100, 100));
+    if (kind == 1) {
+      if (coin(0.06)) return wide_int_lit(near);
+      return lit_int(coin(0.85) ? uni(-5, 5) : uni(-100, 100));
+    }
+    if (coin(0.04) && near != DType::Float32) {  // float32: 1e300 would be inf (as in NumPy)
+      return lit_float(pick(std::vector<double>{1e300, -1e300, 1e-300, 1e10, -2.5e-8, 6.0e4}));
+    }
     switch (weighted({70, 30})) {
       case 0:
         return lit_float(static_cast<double>(uni(-24, 24)) / 4);
       default:
         return lit_float(pick(std::vector<double>{0.1, 0.3, -0.7, 2.5, 1e-3, 7.25, -33.5, 100.0}));
     }
+  }
+  // An integer literal far outside [-100, 100] that fits the type it is converted to (NEP 50: one
+  // that does not is an error on both sides), exactly representable as a double (NumPy converts
+  // a Python int to float32 through a double).
+  Lit wide_int_lit(DType near) {
+    if (near == DType::Int32)
+      return lit_int(
+          pick(std::vector<int64_t>{2147483647, -2147483647 - 1, 1073741824, -123456789, 65536}));
+    return lit_int(pick(std::vector<int64_t>{int64_t{1} << 31, -(int64_t{1} << 31) - 1,
+                                             (int64_t{1} << 40) + 7, (int64_t{1} << 53) - 1,
+                                             int64_t{1} << 62, -(int64_t{1} << 62) + 1}));
   }
   Lit nonzero_lit(DType near) {
     for (;;) {
@@ -924,7 +941,16 @@ class Gen {
         break;
     }
     if (boolean || ct == DType::Bool) lo = 0, hi = 1;
-    if (kiln::is_int(out) && bnd(lo, hi) > int_limit(out)) return std::nullopt;
+    if (kiln::is_int(out) && bnd(lo, hi) > int_limit(out)) {
+      // Integer overflow wraps around in both (two's complement; INT_MIN // -1 is INT_MIN): now
+      // and then the result is kept, bounded by the whole type, so that later integer arithmetic
+      // on it is not generated but comparisons, min/max, bitwise ops, casts and roots are.
+      bool wraps =
+          f == BinaryFn::Add || f == BinaryFn::Sub || f == BinaryFn::Mul || f == BinaryFn::FloorDiv;
+      if (!wraps || !finite_in || !coin(0.5)) return std::nullopt;
+      double half = out == DType::Int32 ? 2147483648.0 : 9223372036854775808.0;
+      lo = -half, hi = half - 1;
+    }
     if (kiln::is_float(out)) {
       if (!std::isfinite(bnd(lo, hi))) integral = false;
       if (integral && bnd(lo, hi) >= exact_limit(out)) integral = false;

@@ -3,16 +3,17 @@
 // equivalent NumPy source text over the same named inputs (x0..x3), plus a C++ description of the
 // Kiln calls so that a mismatch can be replayed by hand.
 //
-// The generator only emits expressions on which Kiln and NumPy 1.24 must agree. Where they may
+// The generator only emits expressions on which Kiln and NumPy 2 must agree. Where they may
 // legitimately differ it either avoids the case or rewrites the NumPy side (all documented in
 // expr_gen.cpp):
-//   - weak scalars: Kiln follows NEP 50, NumPy 1.24 value-based casting. Python literals stay small
-//     (no int32 overflow, float literals representable in float16 range), and where NumPy 1.24
-//     would treat a 0-d array or a NumPy scalar as "weak" the NumPy text makes the types explicit;
-//   - float -> int conversion of NaN/inf/out-of-range values is never generated;
+//   - weak scalars (NEP 50 on both sides): literals are small, now and then wide (up to the
+//     limits of their type, floats to 1e+-300); 0-d operands are written so that NumPy 1.x's
+//     value-based casting would promote them as Kiln does too;
+//   - float -> int conversion of NaN/inf/out-of-range values is never generated; integer + - * //
+//     may overflow (both wrap);
 //   - transcendental functions (libmvec, within 4 ulp) and reassociated float reductions are
-//     compared with a tolerance, and no discontinuous operation (comparison, floor, astype(int),
-//     argmax, ...) is applied to such inexact values.
+//     compared within a propagated error bound, and no discontinuous operation (comparison,
+//     floor, astype(int), argmax, ...) is applied to such inexact values.
 #pragma once
 #include <cstdint>
 #include <string>

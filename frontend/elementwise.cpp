@@ -7,26 +7,8 @@ using namespace detail;
 
 namespace {
 
-bool is_float_ufunc(UnaryFn f) {
-  switch (f) {
-    case UnaryFn::Sqrt:
-    case UnaryFn::Exp:
-    case UnaryFn::Expm1:
-    case UnaryFn::Log:
-    case UnaryFn::Log1p:
-    case UnaryFn::Sin:
-    case UnaryFn::Cos:
-    case UnaryFn::Tan:
-    case UnaryFn::Tanh:
-    case UnaryFn::Arcsin:
-    case UnaryFn::Arccos:
-    case UnaryFn::Arctan:
-    case UnaryFn::Sigmoid:
-      return true;
-    default:
-      return false;
-  }
-}
+// Functions with a float result whatever the operand's dtype.
+bool is_float_ufunc(UnaryFn f) { return f == UnaryFn::Sqrt || is_transcendental(f); }
 
 // The type both operands are converted to before the op, from the promoted operand type.
 DType compute_type(BinaryFn f, DType promoted) {

@@ -43,6 +43,26 @@ const char* unary_name(UnaryFn f) {
   return "?";
 }
 
+bool is_transcendental(UnaryFn f) {
+  switch (f) {
+    case UnaryFn::Exp:
+    case UnaryFn::Expm1:
+    case UnaryFn::Log:
+    case UnaryFn::Log1p:
+    case UnaryFn::Sin:
+    case UnaryFn::Cos:
+    case UnaryFn::Tan:
+    case UnaryFn::Tanh:
+    case UnaryFn::Arcsin:
+    case UnaryFn::Arccos:
+    case UnaryFn::Arctan:
+    case UnaryFn::Sigmoid:
+      return true;
+    default:
+      return false;
+  }
+}
+
 const char* binary_name(BinaryFn f) {
   switch (f) {
 #define KILN_BINARY(name, np) \

@@ -39,6 +39,9 @@ const char* unary_name(UnaryFn f);
 const char* binary_name(BinaryFn f);
 const char* reduce_name(ReduceFn f);
 bool is_comparison(BinaryFn f);
+// The functions kernels compute with vector math (libmvec, or glibc's scalar libm in precise
+// mode): float-valued, and several times the cost of an arithmetic op.
+bool is_transcendental(UnaryFn f);
 
 using Shape = std::vector<int64_t>;
 using Chunks = std::vector<std::vector<int64_t>>;  // per dim, the block sizes (sum = extent)

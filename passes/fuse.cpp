@@ -37,24 +37,7 @@ constexpr int64_t kTranscendentalCost = 4;
 
 int64_t op_cost(const Node& n) {
   if (n.op == Op::Binary) return n.binary() == BinaryFn::Pow ? kTranscendentalCost : 1;
-  if (n.op != Op::Unary) return 1;
-  switch (n.unary()) {
-    case UnaryFn::Exp:
-    case UnaryFn::Expm1:
-    case UnaryFn::Log:
-    case UnaryFn::Log1p:
-    case UnaryFn::Sin:
-    case UnaryFn::Cos:
-    case UnaryFn::Tan:
-    case UnaryFn::Tanh:
-    case UnaryFn::Arcsin:
-    case UnaryFn::Arccos:
-    case UnaryFn::Arctan:
-    case UnaryFn::Sigmoid:
-      return kTranscendentalCost;
-    default:
-      return 1;
-  }
+  return n.op == Op::Unary && is_transcendental(n.unary()) ? kTranscendentalCost : 1;
 }
 
 // Estimated cost of computing `n` inline: its own op plus its operands' inline costs (a shared

@@ -5,7 +5,8 @@
 // and the command line: `kiln run` options out of range, refused options, failed writes
 // (Cli.RunRejectsNumbersOutOfRange, Cli.SolverWorkloadsRefuseDotAndTrace,
 // Cli.WriteFailuresAreReported) and malformed traces given to `kiln report`
-// (Cli.Report* in tools/cli_test.cpp).
+// (Cli.Report* in tools/cli_test.cpp); a KILN_TARGET_CPU that is unknown or needs features the
+// host lacks (Target.UnknownCpusAndCpusWithFeaturesTheHostLacksAreRefused, tools/target_test.cpp).
 #include "oracle.hpp"
 #include "support/flags.hpp"
 

@@ -151,7 +151,9 @@ TEST(Cli, ResidentInputGivesTheSameResult) {
     EXPECT_EQ(gen["resident"], false) << gen;
     EXPECT_EQ(res["resident"], true) << res;
     EXPECT_DOUBLE_EQ(res["result"].get<double>(), gen["result"].get<double>()) << w;
-    if (gen.contains("count")) EXPECT_EQ(res["count"], gen["count"]) << w;
+    if (gen.contains("count")) {
+      EXPECT_EQ(res["count"], gen["count"]) << w;
+    }
   }
   // (x + 1)[::2, ::2].sum() of 100 x 100 draws of N(10, 1): 110000, standard deviation 100.
   nlohmann::json j = nlohmann::json::parse(

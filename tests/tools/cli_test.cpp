@@ -242,10 +242,14 @@ TEST(Cli, TraceIsChromeFormatAndReportDrawsTheTaskStream) {
   for (size_t p = text.find("<rect x="); p != std::string::npos; p = text.find("<rect x=", p + 1))
     ++bars;
   EXPECT_GT(bars, static_cast<size_t>(tasks));  // a bar per task, plus rows and legend
-  // The summary line reports how busy the workers were: random-sum keeps both busy.
+  // The summary line reports how busy the workers were. How busy depends on what else the
+  // machine runs, so only the range here; the arithmetic is checked on hand-made traces
+  // (Cli.ReportSummarizesAValidTrace, Cli.ReportCountsOverlappingTasksOnceTowardsBusyTime).
   size_t b = out.find("workers busy ");
   ASSERT_NE(b, std::string::npos) << out;
-  EXPECT_GT(std::stod(out.substr(b + 13)), 50.0) << out;
+  double busy = std::stod(out.substr(b + 13));
+  EXPECT_GT(busy, 0.0) << out;
+  EXPECT_LE(busy, 100.0) << out;
 }
 
 TEST(Cli, ReportRejectsMalformedTraces) {

@@ -57,26 +57,11 @@ Chunks make_chunks(const std::string& op, const Shape& shape, const Shape& block
   return checked_grid(op, shape, block);
 }
 
-NodeRef scalar_node(DType dtype, double f, int64_t i) {
+NodeRef scalar_node(DType dtype, bool from_float, double f, int64_t i) {
+  ScalarBits v = convert_scalar(from_float, f, i, dtype);
   Attrs a;
-  switch (dtype) {
-    case DType::Bool:
-      a.i = (i != 0 || f != 0) ? 1 : 0;
-      break;
-    case DType::Int32:
-      a.i = static_cast<int32_t>(i);
-      break;
-    case DType::Int64:
-      a.i = i;
-      break;
-    case DType::Float32:
-      a.f = static_cast<float>(f);
-      break;
-    case DType::Float64:
-      a.f = f;
-      break;
-  }
-  if (!is_float(dtype)) a.f = 0;
+  a.f = v.f;
+  a.i = v.i;
   return ctx().make(Op::Scalar, dtype, {}, {}, {}, std::move(a));
 }
 
@@ -91,12 +76,13 @@ NodeRef scalar_node(const std::string& op, const Scalar& s, DType t) {
                   " is out of bounds for " + dtype_name(t) +
                   " (NEP 50); convert the array first, " + "e.g. astype(int64) or astype(float64)");
   }
-  return scalar_node(t, s.f, s.i);
+  // A Python int meets a float dtype as NumPy converts it: through a double (s.f).
+  return scalar_node(t, s.kind == ScalarKind::Float || is_float(t), s.f, s.i);
 }
 
 NodeRef cast_node(const NodeRef& a, DType t) {
   if (a->dtype == t) return a;
-  if (a->op == Op::Scalar) return scalar_node(t, scalar_as_double(*a), scalar_as_int(*a));
+  if (a->op == Op::Scalar) return scalar_node(t, is_float(a->dtype), a->attrs.f, a->attrs.i);
   return ctx().make(Op::Cast, t, a->shape, a->chunks, {a});
 }
 

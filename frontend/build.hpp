@@ -11,8 +11,9 @@ inline Context& ctx() { return Context::global(); }
 
 // Validates a user block shape for `shape` and turns it into a chunk grid; empty or 0 = auto.
 Chunks make_chunks(const std::string& op, const Shape& shape, const Shape& block);
-// A Scalar node of the given dtype holding v.
-NodeRef scalar_node(DType dtype, double f, int64_t i);
+// A Scalar node of the given dtype holding the float f (from_float) or the integer i, converted
+// as a kernel's Cast converts (ir: convert_scalar).
+NodeRef scalar_node(DType dtype, bool from_float, double f, int64_t i);
 // A Python-style ("weak") scalar converted to dtype t for operation `op`. NEP 50: an integer that
 // does not fit an integer dtype is a kiln::Error, not a silent wrap (int32_array + 2**40).
 NodeRef scalar_node(const std::string& op, const Scalar& s, DType t);

@@ -123,11 +123,20 @@ Array Generator::uniform(double low, double high, const Shape& shape, const Shap
   if (!is_float(dtype))
     throw Error(std::string("random.uniform: dtype must be float32 or float64, got ") +
                 dtype_name(dtype));
-  if (!std::isfinite(low) || !std::isfinite(high))
-    throw Error("random.uniform: low and high must be finite");
+  if (!std::isfinite(low) || !std::isfinite(high) || !std::isfinite(high - low))
+    throw Error("random.uniform: low, high and high - low must be finite, got low " +
+                std::to_string(low) + ", high " + std::to_string(high));
   Array u = make(RandomKind::Uniform, shape, chunks);
-  Array r = (low == 0 && high == 1) ? u : u * (high - low) + low;
-  return r.astype(dtype);
+  if (dtype == DType::Float64 && low == 0 && high == 1) return u;  // u < 1 exactly
+  Array r = (low == 0 && high == 1 ? u : u * (high - low) + low).astype(dtype);
+  if (!(low < high)) return r;
+  // Rounding (of u * (high - low) + low, and to float32) can give `high` itself, which NumPy
+  // allows; Kiln keeps [low, high): such elements become the largest value below high.
+  float high32 = static_cast<float>(high);
+  double below = dtype == DType::Float64 ? std::nextafter(high, -INFINITY)
+                 : high32 < high         ? high32
+                                         : std::nextafter(high32, -INFINITY);
+  return minimum(r, below);
 }
 
 Array Generator::standard_normal(const Shape& shape, const Shape& chunks) {
@@ -149,6 +158,9 @@ Array Generator::integers(int64_t low, int64_t high, const Shape& shape, const S
   if (!is_int(dtype))
     throw Error(std::string("random.integers: dtype must be int32 or int64, got ") +
                 dtype_name(dtype));
+  if (dtype == DType::Int32 && (low < INT32_MIN || high - 1 > INT32_MAX))
+    throw Error("random.integers: low " + std::to_string(low) + " and high " +
+                std::to_string(high) + " must lie within int32's range for dtype int32");
   return make(RandomKind::Integers, shape, chunks, low, high, DType::Int64).astype(dtype);
 }
 

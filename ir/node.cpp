@@ -221,7 +221,39 @@ double scalar_as_double(const Node& n) {
   return is_float(n.dtype) ? n.attrs.f : static_cast<double>(n.attrs.i);
 }
 int64_t scalar_as_int(const Node& n) {
-  return is_float(n.dtype) ? static_cast<int64_t>(n.attrs.f) : n.attrs.i;
+  return is_float(n.dtype) ? convert_scalar(true, n.attrs.f, 0, DType::Int64).i : n.attrs.i;
+}
+
+ScalarBits convert_scalar(bool from_float, double f, int64_t i, DType to) {
+  ScalarBits r;
+  // Saturating float -> integer conversion (LLVM's fptosi.sat): NaN is 0.
+  auto saturate = [](double v, double lo, double hi_excl, int64_t min, int64_t max) -> int64_t {
+    if (std::isnan(v)) return 0;
+    if (v >= hi_excl) return max;
+    if (v <= lo) return min;
+    return static_cast<int64_t>(v);
+  };
+  switch (to) {
+    case DType::Bool:
+      r.i = from_float ? f != 0 : i != 0;
+      break;
+    case DType::Int32:
+      r.i = from_float ? saturate(f, -2147483648.0, 2147483648.0, INT32_MIN, INT32_MAX)
+                       : static_cast<int32_t>(static_cast<uint32_t>(i));
+      break;
+    case DType::Int64:
+      r.i = from_float
+                ? saturate(f, -9223372036854775808.0, 9223372036854775808.0, INT64_MIN, INT64_MAX)
+                : i;
+      break;
+    case DType::Float32:
+      r.f = from_float ? static_cast<float>(f) : static_cast<float>(i);
+      break;
+    case DType::Float64:
+      r.f = from_float ? f : static_cast<double>(i);
+      break;
+  }
+  return r;
 }
 
 ScalarClass scalar_class_of(const Node& scalar) {

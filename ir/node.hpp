@@ -112,9 +112,21 @@ class Context {
   std::unordered_multimap<uint64_t, std::pair<const Node*, std::weak_ptr<const Node>>> table_;
 };
 
-// Scalar value of a Scalar node as double / int64, whatever its dtype.
+// Scalar value of a Scalar node as double / int64, whatever its dtype (a float converted to int64
+// as convert_scalar does).
 double scalar_as_double(const Node& n);
 int64_t scalar_as_int(const Node& n);
+
+// A scalar value (a float `f` if from_float, else the integer `i`) converted to dtype `to` exactly
+// as a kernel's Cast converts an element (docs/KERNEL_IR.md): floats to integers truncate and
+// saturate (NaN -> 0), integers to int32 wrap, integers to floats round once, anything non-zero
+// (NaN too) to bool is 1. The result in a Scalar node's representation: `f` for float dtypes,
+// `i` for the others (the other field 0).
+struct ScalarBits {
+  double f = 0;
+  int64_t i = 0;
+};
+ScalarBits convert_scalar(bool from_float, double f, int64_t i, DType to);
 
 // The value classes of a scalar that simplification rules may depend on; a parameterized scalar
 // keeps its class, so plans are shared only between scalars of one class. +0.0 and -0.0 are

@@ -13,6 +13,7 @@
 #include <map>
 #include <mutex>
 #include <thread>
+#include <type_traits>
 
 #include "runtime/memory.hpp"
 #include "support/error.hpp"
@@ -29,14 +30,34 @@ T identity_of(ReduceFn fn, DType t) {
     return static_cast<T>(kir::reduce_identity_i(fn, t));
 }
 
+// Integer sums and products wrap around, as in the kernels (no UB: unsigned arithmetic).
+template <class T>
+T wrap_add(T a, T b) {
+  if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+    using U = std::make_unsigned_t<T>;
+    return static_cast<T>(static_cast<U>(static_cast<U>(a) + static_cast<U>(b)));
+  } else {
+    return static_cast<T>(a + b);
+  }
+}
+template <class T>
+T wrap_mul(T a, T b) {
+  if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+    using U = std::make_unsigned_t<T>;
+    return static_cast<T>(static_cast<U>(static_cast<U>(a) * static_cast<U>(b)));
+  } else {
+    return static_cast<T>(a * b);
+  }
+}
+
 template <class T>
 T fold(ReduceFn fn, T a, T b) {
   switch (fn) {
     case ReduceFn::Sum:
     case ReduceFn::Mean:
-      return static_cast<T>(a + b);
+      return wrap_add(a, b);
     case ReduceFn::Prod:
-      return static_cast<T>(a * b);
+      return wrap_mul(a, b);
     case ReduceFn::Min:
       if constexpr (std::is_floating_point_v<T>)
         return (a < b || a != a) ? a : b;

@@ -175,7 +175,7 @@ inline double exp_nonpositive(double t) {
 //   u     = uniform_from_bits(w[0], w[1])     in [0, 1), the top 53 of the 64 bits
 //   layer = w[1] & 1023,  negative = (w[1] >> 10) & 1   (the 11 bits below the 53 used by u)
 //   x     = u * kZigX[layer]
-//   fast path: x < kZigX[layer + 1]  ->  accept x                     (99.7% of elements)
+//   fast path: x < kZigX[layer + 1]  ->  accept x                     (99.57% of elements)
 //   layer 0 (x >= r, the tail): draw blocks k+1, k+2, ...: a = -log(1 - uniform(t[0], t[1])) / r,
 //     b = -log(1 - uniform(t[2], t[3])), until b + b >= a * a; accept x = r + a
 //   layer >= 1 (the wedge): y = F[layer] + uniform(w[2], w[3]) * (F[layer + 1] - F[layer]);

@@ -55,7 +55,7 @@ extern "C" int64_t kiln_ipow(int64_t base, int64_t exp) {
 }
 
 // The normal generator's rare path (support/philox.hpp): kernels call it for the elements their
-// vectorized ziggurat fast path rejects (about 1.2%).
+// vectorized ziggurat fast path rejects (0.43%: the mean of 1 - X[l + 1] / X[l] over the layers).
 extern "C" double kiln_normal_slow(uint64_t seed, uint64_t stream, uint64_t i) {
   return kiln::philox::standard_normal(seed, static_cast<uint32_t>(stream), i);
 }

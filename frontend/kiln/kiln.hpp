@@ -179,7 +179,8 @@ namespace random {
 class Generator {
  public:
   explicit Generator(uint64_t seed) : seed_(seed) {}
-  // Floats in [low, high).
+  // Floats in [low, high) (where rounding would give high, NumPy's formula can return it; Kiln
+  // gives the largest value below high instead). float32: computed in float64, then rounded.
   Array uniform(double low, double high, const Shape& shape, const Shape& chunks = {},
                 DType dtype = DType::Float64);
   Array normal(double mean, double std, const Shape& shape, const Shape& chunks = {});

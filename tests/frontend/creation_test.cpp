@@ -133,3 +133,60 @@ TEST(Random, DistributionMoments) {
   EXPECT_LT(q[1].item<double>(), 3.0);
   EXPECT_NEAR(q[2].item<double>(), 1.0, 0.01);
 }
+
+TEST(Creation, ScalarCastsConvertAsKernelCastsDo) {
+  // A scalar cast is folded when the expression is built; an array's is done by the kernel. Both
+  // must give the same bits: floats to integers truncate and saturate (NaN -> 0), integers to
+  // int32 wrap, int64 to float32 rounds once (the sum below lies just above a float32 tie of its
+  // double, so rounding through a double would give 2^54).
+  const double fs[] = {NAN, INFINITY, -INFINITY, 3e9, -3e9, 1e20, -1e20, 2.5, -2.5, -0.0};
+  const int64_t is[] = {(int64_t{1} << 54) + (int64_t{1} << 30) + 1, int64_t{3} << 31, -7, 0};
+  for (DType to : {DType::Bool, DType::Int32, DType::Int64, DType::Float32, DType::Float64}) {
+    for (double v : fs) {
+      NDArray one = kt::make_array(DType::Float64, {1}, {v});
+      NDArray folded = scalar(v).astype(to).reshape({1}).compute();
+      NDArray kernel = lazy(one).astype(to).compute();
+      EXPECT_TRUE(same(folded, kernel)) << v << " to " << dtype_name(to);
+    }
+    for (int64_t v : is) {
+      NDArray one(DType::Int64, {1});
+      static_cast<int64_t*>(one.data())[0] = v;
+      NDArray folded = scalar(v).astype(to).reshape({1}).compute();
+      NDArray kernel = lazy(one).astype(to).compute();
+      EXPECT_TRUE(same(folded, kernel)) << v << " to " << dtype_name(to);
+    }
+  }
+  EXPECT_EQ(scalar(3e9).astype(DType::Int32).compute().item<int32_t>(), INT32_MAX);
+  EXPECT_EQ(full({2}, 1e20, DType::Int64).compute().at_int(1), INT64_MAX);
+  EXPECT_EQ(full({2}, NAN, DType::Int32).compute().at_int(0), 0);
+  EXPECT_EQ(scalar((int64_t{1} << 54) + (int64_t{1} << 30) + 1)
+                .astype(DType::Float32)
+                .compute()
+                .item<float>(),
+            0x1p54f + 0x1p31f);
+}
+
+TEST(Random, UniformNeverReturnsHigh) {
+  // Where float32 (or float64) spacing is as wide as the interval, low + (high - low) * u rounds
+  // to high for about half the elements; Kiln keeps [low, high).
+  random::Generator rng(5);
+  NDArray f = rng.uniform(1e8, 1e8 + 8, {10000}, {1000}, DType::Float32).compute();
+  NDArray d = rng.uniform(0x1p53, 0x1p53 + 2, {10000}, {1000}).compute();
+  for (int64_t k = 0; k < f.size(); ++k) {
+    ASSERT_EQ(f.at(k), 1e8) << k;
+    ASSERT_EQ(d.at(k), 0x1p53) << k;
+  }
+  // An ordinary interval keeps its values (the clamp changes only what rounded to high).
+  NDArray a = rng.uniform(-2, 3, {4000}, {1000}, DType::Float32).compute();
+  NDArray b = rng.uniform(-2, 3, {4000}, {1000}).compute();
+  double lo = 3, hi = -2;
+  for (int64_t k = 0; k < a.size(); ++k) {
+    lo = std::min(lo, a.at(k)), hi = std::max(hi, a.at(k));
+    ASSERT_LT(b.at(k), 3.0) << k;
+    ASSERT_GE(b.at(k), -2.0) << k;
+  }
+  EXPECT_LT(hi, 3.0);
+  EXPECT_GE(lo, -2.0);
+  EXPECT_GT(hi, 2.99);
+  EXPECT_LT(lo, -1.99);
+}

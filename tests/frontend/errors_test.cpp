@@ -75,6 +75,10 @@ TEST(Errors, DtypesAndGenerators) {
   expect_error([&] { -b; }, {"negative", "bool"});
   expect_error([&] { b - b; }, {"subtract", "bool"});
   expect_error([&] { random::Generator(0).integers(5, 5, {3}); }, {"integers", "low < high"});
+  expect_error([&] { random::Generator(0).integers(0, int64_t{1} << 40, {3}, {}, DType::Int32); },
+               {"integers", "1099511627776", "int32"});
+  expect_error([&] { random::Generator(0).uniform(-1e308, 1e308, {3}); },
+               {"uniform", "high - low", "finite"});
   expect_error([&] { random::Generator(0).normal(0, -1, {3}); }, {"normal", "std"});
   expect_error([&] { random::Generator(0).uniform(0, 1, {3}, {}, DType::Int32); },
                {"uniform", "float32 or float64"});

@@ -150,3 +150,15 @@ TEST(Reduce, LongFloatSumsAreAsAccurateAsNumPys) {
     }
   }
 }
+
+TEST(Reduce, IntegerSumsWrapAroundAcrossBlocksAsNumPys) {
+  // Partials of different blocks are combined on the host: in two's complement, as the kernels
+  // and NumPy do (signed overflow there was undefined behaviour, which UBSan reports).
+  NDArray a(DType::Int64, {4});
+  int64_t* p = static_cast<int64_t*>(a.data());
+  p[0] = INT64_MAX, p[1] = 1, p[2] = INT64_MAX, p[3] = 5;
+  auto want = kt::numpy({{"a", a}}, {"a.sum()", "a.prod()"});
+  EXPECT_TRUE(same(lazy(a, {1}).sum().compute(), want[0]));
+  EXPECT_TRUE(same(lazy(a, {1}).prod().compute(), want[1]));
+  EXPECT_EQ(lazy(a, {1}).sum().compute().item<int64_t>(), 4);  // 2 (2^63 - 1) + 6 mod 2^64
+}

@@ -62,7 +62,12 @@ Array reduce(ReduceFn f, const Array& a, std::vector<int> axes, bool keepdims) {
       chunks.push_back(a.chunks()[k]);
     }
   }
-  if (attrs.ints.size() == 2) return a.astype(reduce_dtype(f, a.dtype()));  // no axes: nothing
+  if (attrs.ints.size() == 2) {  // a 0-d operand: nothing to reduce but the conversion
+    Array r = a.astype(reduce_dtype(f, a.dtype()));
+    // NumPy's sum and mean start from the identity +0.0: sum(-0.0) is +0.0 (found by the fuzzer).
+    bool adds = f == ReduceFn::Sum || f == ReduceFn::Mean;
+    return adds && is_float(r.dtype()) ? r + 0.0 : r;
+  }
   return Array(ctx().make(Op::Reduce, reduce_dtype(f, a.dtype()), shape, chunks, {a.node()},
                           std::move(attrs)));
 }

@@ -162,3 +162,19 @@ TEST(Reduce, IntegerSumsWrapAroundAcrossBlocksAsNumPys) {
   EXPECT_TRUE(same(lazy(a, {1}).prod().compute(), want[1]));
   EXPECT_EQ(lazy(a, {1}).sum().compute().item<int64_t>(), 4);  // 2 (2^63 - 1) + 6 mod 2^64
 }
+
+TEST(Reduce, SumsOfANegativeZeroArePositiveAsNumPys) {
+  // NumPy adds to the identity +0.0, also for a 0-d operand (nothing to reduce); prod, min and
+  // max keep the sign. Found by the fuzzer (seed 71, case 1426: sum of round(-0.125)).
+  NDArray z = kt::make_array(DType::Float64, {}, {-0.0});
+  NDArray v = kt::make_array(DType::Float32, {3}, {-0.0, -0.0, -0.0});
+  auto want = kt::numpy({{"z", z}, {"v", v}}, {"np.sum(z)", "np.mean(z)", "np.prod(z)", "np.min(z)",
+                                               "np.max(z)", "np.sum(v)", "np.mean(v)", "np.prod(v)",
+                                               "np.sum(v.reshape(3, 1), axis=1)"});
+  Array x = lazy(z), y = lazy(v, {2});
+  auto got = compute({x.sum(), x.mean(), x.prod(), x.min(), x.max(), y.sum(), y.mean(), y.prod(),
+                      y.reshape({3, 1}).sum({1})});
+  for (size_t k = 0; k < got.size(); ++k) EXPECT_TRUE(same(got[k], want[k])) << k;
+  EXPECT_FALSE(std::signbit(got[0].item<double>()));
+  EXPECT_TRUE(std::signbit(got[2].item<double>()));
+}

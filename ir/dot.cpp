@@ -1,7 +1,12 @@
 #include "ir/dot.hpp"
 
+// GCC 12 finds a -Wmaybe-uninitialized inside Boost.Graph's edge iterator when the graphviz
+// writer is instantiated: Boost's code, not ours, so it is silenced for these headers only.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include <boost/graph/adjacency_list.hpp>
 #include <boost/graph/graphviz.hpp>
+#pragma GCC diagnostic pop
 #include <unordered_map>
 
 namespace kiln {

@@ -9,8 +9,8 @@
 // | KILN_NO_PUSH_SLICES=1 | no_push_slices | skip push_slices: views stay where they are  |
 // |                   |              | built, leaves make every element (fusion unchanged)       |
 // | KILN_NO_COMPILE=1 | no_compile   | compiling a kernel is an error (tests of the caches)     |
-// | KILN_PRECISE_MATH=1 | precise_math | transcendental functions from glibc's scalar libm (as  |
-// |                   |              | NumPy calls them) instead of libmvec's vector variants,   |
+// | KILN_PRECISE_MATH=1 | precise_math | transcendental functions from glibc's scalar libm (bit |
+// |                   |              | for bit glibc's results) instead of libmvec's variants,   |
 // |                   |              | which differ by up to 4 ulp and are several times faster  |
 // | KILN_TARGET_CPU=C | target_cpu   | kernels for LLVM CPU C (x86-64-v3: AVX2 and its libmvec   |
 // |                   |              | variant on an AVX-512 host) instead of the host's CPU     |

@@ -231,7 +231,7 @@ class Jit {
   }
 
   // O3 for the host. Unless `precise`, the kiln_vm_* wrappers vectorize to their libmvec variant
-  // (vector_mappings); precise code calls glibc's scalar functions (what NumPy calls).
+  // (vector_mappings); precise code calls glibc's scalar functions.
   void optimize(llvm::Module& m, bool precise) {
     llvm::LoopAnalysisManager lam;
     llvm::FunctionAnalysisManager fam;

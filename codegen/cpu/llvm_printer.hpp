@@ -17,7 +17,7 @@ namespace kiln::cpu {
 constexpr int kPrinterVersion = 17;
 
 // How transcendental functions (sin, cos, tan, exp, log, expm1, log1p, tanh, asin, acos, atan,
-// pow) are called. Precise: glibc's scalar functions (NumPy's results). Otherwise one libmvec
+// pow) are called. Precise: glibc's scalar functions. Otherwise one libmvec
 // variant of `lanes` doubles (2, 4 or 8; floats use twice as many) with ISA letter `isa`
 // ('b' SSE, 'd' AVX2, 'e' AVX-512): the vectorized loop calls it directly, and scalar code calls a
 // wrapper that evaluates the same variant on a splat, so an element's value never depends on

@@ -141,7 +141,17 @@ Array where(const Array& cond, Scalar a, Scalar b) {
   return where(cond, Array(scalar_node("where", a, t)), Array(scalar_node("where", b, t)));
 }
 
-Array clip(const Array& a, Scalar lo, Scalar hi) { return minimum(maximum(a, lo), hi); }
+// NumPy's clip with scalar bounds: min(max(x, lo), hi) where max and min keep x on a tie, so a
+// zero at a bound keeps its own sign and NaN stays NaN (found by the fuzzer: clip(-0.0, 0, 1) is
+// -0.0; np.maximum, and NumPy's clip with array bounds, take the bound's zero instead).
+Array clip(const Array& a, Scalar lo, Scalar hi) {
+  check_array(a, "clip");
+  DType t = promote_scalar(promote_scalar(a.dtype(), lo.kind), hi.kind);
+  Array x = a.astype(t);
+  Array low(scalar_node("clip", lo, t)), high(scalar_node("clip", hi, t));
+  Array y = where(x < low, low, x);
+  return where(high < y, high, y);
+}
 
 Array astype(const Array& a, DType t) { return a.astype(t); }
 

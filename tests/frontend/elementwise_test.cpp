@@ -247,3 +247,24 @@ TEST(Elementwise, SignOfNegativeZeroIsPositiveZero) {
   EXPECT_TRUE(std::isnan(s.at(2)));
   EXPECT_EQ((1 / sign(lazy(x))).compute().at(0), INFINITY);
 }
+
+TEST(Elementwise, ClipKeepsTheValueOnATieWithAScalarBound) {
+  // np.clip with scalar bounds keeps x where x equals a bound, so a zero keeps its sign; NaN stays
+  // NaN; lo > hi gives hi. Found by the fuzzer (seed 73, case 2958: clip(round(x), False, True)
+  // of a float32 x gave +0.0 where NumPy gives -0.0).
+  for (DType t : {DType::Float32, DType::Float64}) {
+    NDArray a = kt::make_array(t, {7}, {-0.0, 0.0, NAN, -3, 0.5, 2, -INFINITY});
+    auto want = kt::numpy(
+        {{"a", a}}, {"np.clip(a, 0.0, 1.0)", "np.clip(a, -0.0, -0.0)", "np.clip(a, -1.0, 0.0)",
+                     "np.clip(a, 3, 1)", "np.clip(a, False, True)"});
+    Array x = lazy(a, {3});
+    auto got = compute({clip(x, 0.0, 1.0), clip(x, -0.0, -0.0), clip(x, -1.0, 0.0), clip(x, 3, 1),
+                        clip(x, false, true)});
+    for (size_t k = 0; k < got.size(); ++k)
+      EXPECT_TRUE(same(got[k], want[k])) << k << " " << kiln::dtype_name(t);
+  }
+  NDArray i = kt::make_array(DType::Int32, {4}, {-5, 0, 7, 100});
+  auto want = kt::numpy({{"i", i}}, {"np.clip(i, -1, 8)", "np.clip(i, -1, 2.5)"});
+  EXPECT_TRUE(same(clip(lazy(i), -1, 8).compute(), want[0]));
+  EXPECT_TRUE(same(clip(lazy(i), -1, 2.5).compute(), want[1]));
+}

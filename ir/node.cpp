@@ -220,9 +220,6 @@ size_t Context::live_nodes() const {
 double scalar_as_double(const Node& n) {
   return is_float(n.dtype) ? n.attrs.f : static_cast<double>(n.attrs.i);
 }
-int64_t scalar_as_int(const Node& n) {
-  return is_float(n.dtype) ? convert_scalar(true, n.attrs.f, 0, DType::Int64).i : n.attrs.i;
-}
 
 ScalarBits convert_scalar(bool from_float, double f, int64_t i, DType to) {
   ScalarBits r;

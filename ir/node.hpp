@@ -112,10 +112,8 @@ class Context {
   std::unordered_multimap<uint64_t, std::pair<const Node*, std::weak_ptr<const Node>>> table_;
 };
 
-// Scalar value of a Scalar node as double / int64, whatever its dtype (a float converted to int64
-// as convert_scalar does).
+// Scalar value of a Scalar node as a double, whatever its dtype.
 double scalar_as_double(const Node& n);
-int64_t scalar_as_int(const Node& n);
 
 // A scalar value (a float `f` if from_float, else the integer `i`) converted to dtype `to` exactly
 // as a kernel's Cast converts an element (docs/KERNEL_IR.md): floats to integers truncate and

@@ -87,11 +87,17 @@ Array linspace(double start, double stop, int64_t num, bool endpoint, const Shap
 }
 
 Array from_buffer(const void* data, DType dtype, const Shape& shape, const Shape& chunks) {
+  return from_buffer(data, dtype, shape, chunks, nullptr);
+}
+
+Array from_buffer(const void* data, DType dtype, const Shape& shape, const Shape& chunks,
+                  std::shared_ptr<const void> owner) {
   Chunks c = make_chunks("from_buffer", shape, chunks);
   if (!data && num_elements(shape) > 0)
     throw Error("from_buffer: data is null for a non-empty shape " + shape_str(shape));
   Attrs a = contiguous_view(shape);
   a.ptr = data;
+  a.owner = std::move(owner);
   return Array(ctx().make(Op::Buffer, dtype, shape, c, {}, std::move(a)));
 }
 

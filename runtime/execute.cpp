@@ -15,67 +15,13 @@
 #include <thread>
 #include <type_traits>
 
+#include "codegen/reduce_rules.hpp"
 #include "runtime/memory.hpp"
 #include "support/error.hpp"
 
 namespace kiln {
 
 namespace {
-
-template <class T>
-T identity_of(ReduceFn fn, DType t) {
-  if constexpr (std::is_floating_point_v<T>)
-    return static_cast<T>(kir::reduce_identity_f(fn));
-  else
-    return static_cast<T>(kir::reduce_identity_i(fn, t));
-}
-
-// Integer sums and products wrap around, as in the kernels (no UB: unsigned arithmetic).
-template <class T>
-T wrap_add(T a, T b) {
-  if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
-    using U = std::make_unsigned_t<T>;
-    return static_cast<T>(static_cast<U>(static_cast<U>(a) + static_cast<U>(b)));
-  } else {
-    return static_cast<T>(a + b);
-  }
-}
-template <class T>
-T wrap_mul(T a, T b) {
-  if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
-    using U = std::make_unsigned_t<T>;
-    return static_cast<T>(static_cast<U>(static_cast<U>(a) * static_cast<U>(b)));
-  } else {
-    return static_cast<T>(a * b);
-  }
-}
-
-template <class T>
-T fold(ReduceFn fn, T a, T b) {
-  switch (fn) {
-    case ReduceFn::Sum:
-    case ReduceFn::Mean:
-      return wrap_add(a, b);
-    case ReduceFn::Prod:
-      return wrap_mul(a, b);
-    case ReduceFn::Min:
-      if constexpr (std::is_floating_point_v<T>)
-        return (a < b || a != a) ? a : b;
-      else
-        return std::min(a, b);
-    case ReduceFn::Max:
-      if constexpr (std::is_floating_point_v<T>)
-        return (a > b || a != a) ? a : b;
-      else
-        return std::max(a, b);
-    case ReduceFn::All:
-      return static_cast<T>(a && b);
-    case ReduceFn::Any:
-      return static_cast<T>(a || b);
-    default:
-      return a;
-  }
-}
 
 template <class F>
 void with_type(DType t, F&& f) {
@@ -405,7 +351,7 @@ class Run {
     void* mem = host_alloc(partial_bytes(id));
     with_type(r.acc, [&](auto z) {
       using T = decltype(z);
-      std::fill_n(static_cast<T*>(mem), n, identity_of<T>(r.fn, r.acc));
+      std::fill_n(static_cast<T*>(mem), n, kir::reduce_identity<T>(r.fn, r.acc));
       if (is_arg(r.fn)) std::fill_n(arg_indices<T>(mem, n), n, int64_t{-1});
     });
     partial_[id] = mem;
@@ -500,8 +446,7 @@ class Run {
       F[q] = v.f;
       I[k.param_base() + q] = v.i;
     }
-    g.fn(I.data(), F.data(), P.data());
-    if (std::string e = cpu::take_kernel_error(); !e.empty()) throw Error(e);
+    g.kernel->launch(I.data(), F.data(), P.data());
     for (size_t l = 0; l < k.leaves.size(); ++l) {
       int a = g.leaf_arrays[l];
       if (a < 0) continue;
@@ -548,23 +493,10 @@ class Run {
           // Blocks are not in flat-index order when an inner dim is chunked: on a tie (equal
           // values, or two NaNs) the smaller index wins, as NumPy returns the first occurrence.
           const int64_t* in_idx = arg_indices<T>(other, n);
-          bool is_max = r.fn == ReduceFn::ArgMax;
-          for (int64_t e = 0; e < n; ++e) {
-            T v = in[e], a = acc[e];
-            bool better = is_max ? v > a : v < a;
-            bool tie = v == a;
-            if constexpr (std::is_floating_point_v<T>) {
-              better = better || (v != v && a == a);
-              tie = tie || (v != v && a != a);
-            }
-            better = better || (tie && in_idx[e] < acc_idx[e]);
-            if (in_idx[e] >= 0 && (acc_idx[e] < 0 || better)) {
-              acc[e] = v;
-              acc_idx[e] = in_idx[e];
-            }
-          }
+          for (int64_t e = 0; e < n; ++e)
+            kir::arg_combine(r.fn, acc[e], acc_idx[e], in[e], in_idx[e]);
         } else {
-          for (int64_t e = 0; e < n; ++e) acc[e] = fold<T>(r.fn, acc[e], in[e]);
+          for (int64_t e = 0; e < n; ++e) acc[e] = kir::reduce_fold(r.fn, acc[e], in[e]);
         }
       }
       if (task.partial_out >= 0) {

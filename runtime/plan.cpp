@@ -203,9 +203,11 @@ void Plan::block_box(const PlanGroup& g, int64_t block, int64_t* lo, int64_t* ex
   }
 }
 
-std::unique_ptr<Plan> build_plan(FusedGraph fused, std::ostream* kernel_dump) {
+std::unique_ptr<Plan> build_plan(FusedGraph fused, Device device, std::ostream* kernel_dump) {
   auto plan = std::make_unique<Plan>();
   Plan& p = *plan;
+  p.device = resolve_device(device);
+  backend::Backend& be = backend::backend_for(p.device);
   p.fused = std::move(fused);
   const FusedGraph& f = p.fused;
   // Arrays that exist in memory: one per materialized node.
@@ -240,14 +242,14 @@ std::unique_ptr<Plan> build_plan(FusedGraph fused, std::ostream* kernel_dump) {
     }
     double c0 = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     if (kernel_dump || flags().debug >= 3) {
-      cpu::Dumps dumps;
-      g.fn = cpu::compile(g.lowered.kernel, flags().debug >= 4 ? &dumps : nullptr);
+      backend::KernelDumps dumps;
+      g.kernel = be.compile(g.lowered.kernel, flags().debug >= 4 ? &dumps : nullptr);
       std::ostream& os = kernel_dump ? *kernel_dump : std::cerr;
       os << "kernel " << gi << ":\n" << g.lowered.kernel.str();
-      if (flags().debug >= 4) os << dumps.llvm_ir;
-      if (flags().debug >= 5) os << "; optimized\n" << dumps.optimized_ir;
+      if (flags().debug >= 4) os << dumps.printed;
+      if (flags().debug >= 5 && !dumps.optimized.empty()) os << "; optimized\n" << dumps.optimized;
     } else {
-      g.fn = cpu::compile(g.lowered.kernel);
+      g.kernel = be.compile(g.lowered.kernel, nullptr);
     }
     g.compile_start_s = c0;
     g.compile_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() - c0;

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "codegen/cpu/jit.hpp"
+#include "codegen/backend.hpp"
 #include "codegen/lower.hpp"
 #include "ir/fused.hpp"
 
@@ -52,7 +52,7 @@ struct PlanReduce {  // one reduction output of a group
 
 struct PlanGroup {
   LoweredGroup lowered;
-  cpu::KernelFn fn = nullptr;
+  std::shared_ptr<const backend::Kernel> kernel;
   Shape domain;
   Chunks chunks;
   std::vector<std::vector<int64_t>> starts;  // per dim, block start offsets
@@ -93,6 +93,7 @@ struct PlanTask {
 };
 
 struct Plan {
+  Device device = Device::Cpu;  // whose backend compiled the kernels
   FusedGraph fused;
   std::vector<PlanArray> arrays;
   std::vector<PlanGroup> groups;
@@ -113,8 +114,8 @@ struct Plan {
   void block_box(const PlanGroup& g, int64_t block, int64_t* lo, int64_t* ext) const;
 };
 
-// Builds (and compiles) the plan for a fused template graph.
-std::unique_ptr<Plan> build_plan(FusedGraph fused, std::ostream* kernel_dump);
+// Builds the plan for a fused template graph, its kernels compiled by the device's backend.
+std::unique_ptr<Plan> build_plan(FusedGraph fused, Device device, std::ostream* kernel_dump);
 
 // How each materialized array is stored (per block, or one buffer and why), for --emit-ir.
 std::string storage_summary(const Plan& p);

@@ -4,7 +4,9 @@
 # runs on std::threads there, as libtbb is not instrumented). Every preset runs every test.
 # The release preset then runs the suite again with kernels compiled for the next narrower CPU
 # (KILN_TARGET_CPU: x86-64-v3, AVX2, on AVX-512 hosts; x86-64-v2, SSE4, on AVX2 hosts), so both
-# libmvec variants and both code paths are tested on one host.
+# libmvec variants and both code paths are tested on one host; and once more on the reference
+# interpreter (KILN_DEVICE=interp: every compute() of the suite evaluated without the JIT, against
+# the same NumPy expectations).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
@@ -23,4 +25,6 @@ if [ "$preset" = release ]; then
     echo "test.sh: the suite again with KILN_TARGET_CPU=$narrower (host: $(echo "$host" | grep -o "\"compile_target\":\"[^\"]*\""))"
     KILN_TARGET_CPU="$narrower" ctest --preset release
   fi
+  echo "test.sh: the suite again on the interpreter (KILN_DEVICE=interp)"
+  KILN_DEVICE=interp ctest --preset release
 fi

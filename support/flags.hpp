@@ -16,6 +16,9 @@
 // |                   |              | variant on an AVX-512 host) instead of the host's CPU     |
 // | KILN_FAIL_ALLOC_ABOVE=B | fail_alloc_above | tests: block allocations over B bytes fail |
 // |                   |              | as if malloc returned null (0: off)                       |
+// | KILN_DEVICE=D     | device       | where compute() runs when ComputeOptions::device is       |
+// |                   |              | Default: cpu (LLVM kernels) or interp (the reference      |
+// |                   |              | interpreter, for tests; slow)                             |
 // | KILN_CACHE_DIR=D  | cache_dir    | on-disk kernel object cache ("" disables; default         |
 // |                   |              | $XDG_CACHE_HOME/kiln or ~/.cache/kiln)                    |
 #pragma once
@@ -34,6 +37,7 @@ struct Flags {
   std::string target_cpu;        // read when the JIT starts, the first compile of the process
   int64_t fail_alloc_above = 0;  // bytes
   std::string cache_dir;
+  std::string device;  // "" (cpu), "cpu" or "interp"; checked when used (support/device.hpp)
 };
 
 // The process's flags; mutable so tools and tests can change them (not while computing).

@@ -167,7 +167,9 @@ nlohmann::json to_json(const kiln::workloads::Workload& w, const RunOptions& o, 
   j["kernels"] = r.kernels;
   j["peak_bytes"] = r.peak_bytes;
   j["peak_rss_bytes"] = peak_rss_bytes();
-  j["compile_target"] = kiln::compile_target();
+  kiln::Device device = kiln::resolve_device(kiln::Device::Default);
+  j["device"] = kiln::device_name(device);
+  j["compile_target"] = kiln::device_target(device);
   return j;
 }
 
@@ -284,6 +286,19 @@ int kiln_main(int argc, char** argv) {
   run->add_flag(
       "--precise-math", kiln::flags().precise_math,
       "glibc's scalar sin/cos/exp/log (NumPy's results) instead of libmvec's vector ones");
+  std::string device;
+  auto device_check = [](const std::string& d) {
+    try {
+      kiln::device_from_name(d, "--device");
+      return std::string();
+    } catch (const kiln::Error& e) {
+      return std::string(e.what());
+    }
+  };
+  run->add_option("--device", device,
+                  "cpu (compiled kernels, the default) or interp (the reference interpreter: "
+                  "slow; for checking results)")
+      ->check(device_check);
   auto* list = app.add_subcommand("list", "list the workloads");
   auto* report = app.add_subcommand("report", "render a --trace file as an SVG task stream");
   std::string trace_in, svg_out;
@@ -300,6 +315,7 @@ int kiln_main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? 0 : 2;  // usage errors exit 2, as kiln::Error does
   }
+  if (!device.empty()) kiln::flags().device = device;
   if (*list) cmd_list();
   if (*report) cmd_report(trace_in, svg_out);
   if (*run) cmd_run(name, opt);

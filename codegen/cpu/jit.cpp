@@ -28,37 +28,10 @@
 #include <unordered_map>
 
 #include "codegen/cpu/llvm_printer.hpp"
+#include "codegen/kernel_support.hpp"
 #include "support/error.hpp"
 #include "support/flags.hpp"
 #include "support/hash.hpp"
-#include "support/philox.hpp"
-
-namespace {
-// Set by a kernel on this thread that raised an integer to a negative power (NumPy: ValueError);
-// the runtime reads and clears it after each kernel call (take_kernel_error).
-thread_local bool t_negative_int_power = false;
-}  // namespace
-
-extern "C" int64_t kiln_ipow(int64_t base, int64_t exp) {
-  if (exp < 0) {
-    t_negative_int_power = true;
-    return 0;
-  }
-  uint64_t result = 1, b = static_cast<uint64_t>(base);
-  auto e = static_cast<uint64_t>(exp);
-  while (e) {  // wraps modulo 2^64 like NumPy's integer power
-    if (e & 1) result *= b;
-    b *= b;
-    e >>= 1;
-  }
-  return static_cast<int64_t>(result);
-}
-
-// The normal generator's rare path (support/philox.hpp): kernels call it for the elements their
-// vectorized ziggurat fast path rejects (0.43%: the mean of 1 - X[l + 1] / X[l] over the layers).
-extern "C" double kiln_normal_slow(uint64_t seed, uint64_t stream, uint64_t i) {
-  return kiln::philox::standard_normal(seed, static_cast<uint32_t>(stream), i);
-}
 
 namespace kiln::cpu {
 
@@ -71,7 +44,7 @@ class Jit {
     return *jit;
   }
 
-  KernelFn compile(const kir::Kernel& k, Dumps* dumps) {
+  KernelFn compile(const kir::Kernel& k, backend::KernelDumps* dumps) {
     // The math mode changes the code for the same kernel IR: it is part of both cache keys.
     bool precise = flags().precise_math;
     std::string text = k.str() + (precise ? "precise-math\n" : "");
@@ -114,12 +87,13 @@ class Jit {
     return fn;
   }
 
-  CompileStats stats() {
+  backend::CompileStats stats() {
     std::lock_guard<std::mutex> lock(mu_);
     return stats_;
   }
 
   const std::string& target_id() const { return target_id_; }
+  MathMode math_mode() const { return vector_math_; }
   std::string target_summary() const {
     const char* isa = vector_math_.isa == 'e'   ? "AVX-512"
                       : vector_math_.isa == 'd' ? "AVX2"
@@ -196,7 +170,7 @@ class Jit {
   }
 
   std::unique_ptr<llvm::MemoryBuffer> build_object(const kir::Kernel& k, const char* name,
-                                                   Dumps* dumps, bool precise) {
+                                                   backend::KernelDumps* dumps, bool precise) {
     llvm::LLVMContext ctx;
     auto m = std::make_unique<llvm::Module>(name, ctx);
     m->setDataLayout(tm_->createDataLayout());
@@ -213,12 +187,12 @@ class Jit {
       throw InternalError("codegen produced invalid LLVM IR for " + std::string(name) + ": " +
                           verify + "\n" + k.str());
     if (dumps) {
-      llvm::raw_string_ostream os(dumps->llvm_ir);
+      llvm::raw_string_ostream os(dumps->printed);
       m->print(os, nullptr);
     }
     optimize(*m, precise);
     if (dumps) {
-      llvm::raw_string_ostream os(dumps->optimized_ir);
+      llvm::raw_string_ostream os(dumps->optimized);
       m->print(os, nullptr);
     }
     llvm::SmallVector<char, 0> out;
@@ -287,22 +261,22 @@ class Jit {
   MathMode vector_math_;
   std::deque<std::string> names_;  // stable storage for the VecDesc strings
   std::vector<llvm::VecDesc> vecdescs_;
-  CompileStats stats_;
+  backend::CompileStats stats_;
   std::string target_id_;
 };
 
 }  // namespace
 
-KernelFn compile(const kir::Kernel& k, Dumps* dumps) { return Jit::instance().compile(k, dumps); }
-std::string take_kernel_error() {
-  if (!t_negative_int_power) return "";
-  t_negative_int_power = false;
-  return "power: integers to negative integer powers are not allowed (an element of the integer "
-         "exponent array is negative; use a float base or exponent)";
+KernelFn compile(const kir::Kernel& k, backend::KernelDumps* dumps) {
+  return Jit::instance().compile(k, dumps);
 }
-
-CompileStats compile_stats() { return Jit::instance().stats(); }
+backend::CompileStats compile_stats() { return Jit::instance().stats(); }
 const std::string& target_id() { return Jit::instance().target_id(); }
 std::string target_summary() { return Jit::instance().target_summary(); }
+MathMode math_mode() {
+  MathMode m = Jit::instance().math_mode();
+  m.precise = flags().precise_math;
+  return m;
+}
 
 }  // namespace kiln::cpu

@@ -812,27 +812,17 @@ class Printer {
       case UnaryFn::Sqrt:
         return call_intrinsic(I::sqrt, x);
       case UnaryFn::Exp:
-        return math("exp", {x});
       case UnaryFn::Log:
-        return math("log", {x});
       case UnaryFn::Sin:
-        return math("sin", {x});
       case UnaryFn::Cos:
-        return math("cos", {x});
       case UnaryFn::Tan:
-        return math("tan", {x});
       case UnaryFn::Expm1:
-        return math("expm1", {x});
       case UnaryFn::Log1p:
-        return math("log1p", {x});
       case UnaryFn::Tanh:
-        return math("tanh", {x});
       case UnaryFn::Arcsin:
-        return math("asin", {x});
       case UnaryFn::Arccos:
-        return math("acos", {x});
       case UnaryFn::Arctan:
-        return math("atan", {x});
+        return math(vm::libm_name(vm::math_fn(f)), {x});
       case UnaryFn::Floor:  // integers and bools: themselves (NumPy 2 keeps their dtype)
         return fp ? call_intrinsic(I::floor, x) : x;
       case UnaryFn::Ceil:
@@ -860,7 +850,7 @@ class Printer {
                                      fconst(in, std::numeric_limits<double>::infinity()))
                   : b_.getTrue();
       case UnaryFn::Sigmoid: {
-        Value* e = math("exp", {b_.CreateFNeg(x)});
+        Value* e = math(vm::libm_name(vm::MathFn::Exp), {b_.CreateFNeg(x)});
         return b_.CreateFDiv(fconst(in, 1), b_.CreateFAdd(fconst(in, 1), e));
       }
       case UnaryFn::Not:
@@ -889,7 +879,7 @@ class Printer {
       case BinaryFn::Mod:
         return fp ? fmod_py(a, b, t) : imod_py(a, b);
       case BinaryFn::Pow:
-        if (fp) return math("pow", {a, b});
+        if (fp) return math(vm::libm_name(vm::MathFn::Pow), {a, b});
         return ipow(a, b);
       case BinaryFn::Lt:
       case BinaryFn::Le:
@@ -1080,9 +1070,10 @@ llvm::Function* print_llvm(const kir::Kernel& k, llvm::Module& m, const std::str
 std::vector<VectorMapping> vector_mappings(const MathMode& mode) {
   std::vector<VectorMapping> v;
   if (mode.precise) return v;
-  for (const char* fn : {"sin", "cos", "tan", "exp", "log", "expm1", "log1p", "tanh", "asin",
-                         "acos", "atan", "pow"}) {
-    std::string params = std::string(fn) == "pow" ? "vv" : "v";
+  for (int m = 0; m < vm::kNumMathFns; ++m) {
+    auto f = static_cast<vm::MathFn>(m);
+    const char* fn = vm::libm_name(f);
+    std::string params(static_cast<size_t>(vm::arity(f)), 'v');
     for (bool f32 : {false, true}) {
       std::string libm = std::string(fn) + (f32 ? "f" : "");
       unsigned lanes = static_cast<unsigned>(mode.lanes) * (f32 ? 2 : 1);

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "codegen/kernel_ir.hpp"
+#include "codegen/vector_math.hpp"
 
 namespace llvm {
 class Function;
@@ -16,17 +17,11 @@ namespace kiln::cpu {
 // IR, so objects cached on disk by an older printer are not reused.
 constexpr int kPrinterVersion = 17;
 
-// How transcendental functions (sin, cos, tan, exp, log, expm1, log1p, tanh, asin, acos, atan,
-// pow) are called. Precise: glibc's scalar functions. Otherwise one libmvec
-// variant of `lanes` doubles (2, 4 or 8; floats use twice as many) with ISA letter `isa`
-// ('b' SSE, 'd' AVX2, 'e' AVX-512): the vectorized loop calls it directly, and scalar code calls a
-// wrapper that evaluates the same variant on a splat, so an element's value never depends on
-// whether it fell in the vector body or the remainder (that is, on chunking or fusion).
-struct MathMode {
-  bool precise = false;
-  char isa = 'd';
-  int lanes = 4;
-};
+// How transcendental functions are called: codegen/vector_math.hpp. Scalar code calls a wrapper
+// that evaluates the one libmvec variant on a splat, and the vectorized loop calls the variant
+// directly, so an element's value never depends on whether it fell in the vector body or the
+// remainder (that is, on chunking or fusion).
+using vm::MathMode;
 
 // The names the vectorizer may map: wrapper name -> (vector function, lanes, VFABI prefix).
 struct VectorMapping {

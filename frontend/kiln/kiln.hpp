@@ -14,6 +14,7 @@
 
 #include "ir/dtype.hpp"
 #include "ir/node.hpp"
+#include "support/device.hpp"
 #include "support/error.hpp"
 
 namespace kiln {
@@ -165,6 +166,11 @@ Array linspace(double start, double stop, int64_t num, bool endpoint = true,
                const Shape& chunks = {});
 // Wraps memory without copying; the caller keeps it alive and unchanged until results are used.
 Array from_buffer(const void* data, DType dtype, const Shape& shape, const Shape& chunks = {});
+// The same, and the array (and every expression and plan that reads it) holds `owner`, so the
+// memory lives as long as anything may read it: a NumPy array's reference, a std::vector moved
+// into a shared_ptr. The caller still must not change the data.
+Array from_buffer(const void* data, DType dtype, const Shape& shape, const Shape& chunks,
+                  std::shared_ptr<const void> owner);
 template <class T>
 Array from_buffer(const T* data, const Shape& shape, const Shape& chunks = {});
 // Memory-maps an .npy file; blocks are read lazily when a kernel touches them. Like NumPy's
@@ -324,6 +330,7 @@ struct ComputeOptions {
   std::string dot_file;             // fused graph as Graphviz (--emit-dot)
   std::string trace_file;           // task stream in Chrome trace format (--trace)
   bool progress = true;             // progress bar on stderr (terminals only) after ~1 s
+  Device device = Device::Default;  // where it runs: KILN_DEVICE, else cpu (support/device.hpp)
 };
 
 // Evaluates several arrays in one plan that shares their common work.
@@ -334,7 +341,7 @@ std::vector<NDArray> compute(const std::vector<Array>& arrays, const ComputeOpti
 struct Stats {
   int64_t plans_built = 0;  // pipeline + lowering runs (plan cache misses)
   int64_t plan_cache_hits = 0;
-  int64_t kernels_compiled = 0;  // LLVM optimizations + code generations
+  int64_t kernels_compiled = 0;  // LLVM optimizations + code generations (interp: preparations)
   int64_t kernels_from_disk = 0;
   double compile_seconds = 0;
   // Last compute():
@@ -352,6 +359,8 @@ void clear_plan_cache();
 // math ISA, e.g. "znver3, vector math AVX2". Starts the JIT; throws kiln::Error if
 // KILN_TARGET_CPU names a CPU that is unknown or has features the host lacks.
 std::string compile_target();
+// What a device's kernels are made for, e.g. "interpreter, vector math AVX2" (cpu: as above).
+std::string device_target(Device device);
 template <class... A, class = std::enable_if_t<(std::is_same_v<A, Array> && ...)>>
 std::vector<NDArray> compute(const Array& a, const A&... rest) {
   return compute(std::vector<Array>{a, rest...});

@@ -190,3 +190,19 @@ TEST(Random, UniformNeverReturnsHigh) {
   EXPECT_GT(hi, 2.99);
   EXPECT_LT(lo, -1.99);
 }
+
+TEST(Creation, FromBufferWithAnOwnerKeepsTheMemoryAlive) {
+  auto data = std::make_shared<std::vector<double>>(std::vector<double>{1.5, -2.0, 4.25, 8.0});
+  std::weak_ptr<std::vector<double>> watch = data;
+  const double* p = data->data();
+  Array a = from_buffer(p, DType::Float64, {4}, {3}, std::shared_ptr<const void>(data));
+  data.reset();  // the array holds the only reference now
+  ASSERT_FALSE(watch.expired());
+  Array y = (a * 2).sum();
+  a = Array();
+  EXPECT_FALSE(watch.expired()) << "an expression that reads the buffer keeps it alive";
+  EXPECT_EQ(y.compute().item<double>(), 23.5);
+  EXPECT_EQ(y.compute().item<double>(), 23.5);  // the cached plan holds no reference of its own
+  y = Array();
+  EXPECT_TRUE(watch.expired()) << "released with the last array that reads it";
+}

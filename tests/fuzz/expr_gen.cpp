@@ -70,6 +70,9 @@ double ulps(DType t, double b, double k) {
 }
 // One ulp relative to the value, in dtype t.
 double ulp_rel(DType t) { return t == DType::Float32 ? 0x1p-23 : 0x1p-52; }
+// The spacing of subnormals: a rounding relative error bounds only above the normal range, and
+// a product or quotient that underflows is off by up to this much (absolutely) instead.
+double subnormal(DType t) { return t == DType::Float32 ? 0x1p-149 : 0x1p-1074; }
 
 // Transcendental results: libmvec is within 4 ulp, NumPy's functions (glibc, or its own SIMD
 // code) within 4 too; both sides round.
@@ -1054,7 +1057,8 @@ class Gen {
         e->err = 2 * (ax + ay), e->rel = own;
         return;
       case BinaryFn::Mul:  // (x + dx)(y + dy): relative parts add, absolute parts scale
-        e->err = 2 * (ex * (by + ay) + ey * (bx + ax)), e->rel = 2 * (rx + ry) + own;
+        e->err = 2 * (ex * (by + ay) + ey * (bx + ax)) + subnormal(e->dtype);
+        e->rel = 2 * (rx + ry) + own;
         return;
       case BinaryFn::Div: {
         double m = y.lo() > 0 ? y.lo() : y.hi() < 0 ? -y.hi() : 0;  // min |y|
@@ -1062,7 +1066,7 @@ class Gen {
           e->err = kInf;
           return;
         }
-        e->err = 2 * (ex / (m - ay) + (bx + ax) * ey / (m * (m - ay)));
+        e->err = 2 * (ex / (m - ay) + (bx + ax) * ey / (m * (m - ay))) + subnormal(e->dtype);
         e->rel = 2 * (rx + ry / (1 - ry)) + own;
         return;
       }
@@ -1968,7 +1972,10 @@ class Gen {
       case Red::Prod: {
         double rel = n * a.rel + (2 * n + 2) * ulp_rel(out);
         double m = std::pow(b + ax, std::max(n - 1, 0.0));
-        e->err = 2 * n * (a.err + std::sqrt(a.inv)) * m;
+        // Underflow: each of the n roundings may be off by a subnormal spacing, which the later
+        // factors scale by at most m (cos(1)^320 in float32: NumPy's sequential product sticks
+        // at the smallest subnormal, Kiln's lanes multiply two of them to 0; seed 84, case 328).
+        e->err = 2 * n * ((a.err + std::sqrt(a.inv)) * m + subnormal(out) * std::max(m, 1.0));
         e->rel = rel > 0.1 ? kInf : 2 * rel;
         return;
       }

@@ -39,7 +39,7 @@ TEST(Cache, IdentityScalarsGetTheirOwnPlan) {
 TEST(Cache, DiskCacheMeansASecondProcessCompilesNothing) {
   std::string dir = kt::tmpdir() + "/disk-cache";
   std::filesystem::remove_all(dir);
-  std::string cmd = "KILN_CACHE_DIR=" + dir + " " + kt::kiln_cli() +
+  std::string cmd = "KILN_DEVICE=cpu KILN_CACHE_DIR=" + dir + " " + kt::kiln_cli() +
                     " run diamond --size 200 --chunk 100 --json > " + kt::tmpdir() + "/run";
   ASSERT_EQ(std::system((cmd + "1.json").c_str()), 0);
   ASSERT_EQ(std::system(("KILN_NO_COMPILE=1 " + cmd + "2.json").c_str()), 0);

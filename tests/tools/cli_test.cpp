@@ -141,6 +141,33 @@ TEST(Cli, UnfusedGivesTheSameResult) {
   EXPECT_NE(b.find("\"fused\":false"), std::string::npos);
 }
 
+TEST(Cli, TheInterpreterDeviceGivesTheCompiledKernelsResults) {
+  // Random values and element-wise ops bit for bit; the float sums within rounding.
+  for (const char* w : {"random-sum --size 700 --chunk 300", "diamond --size 500 --chunk 200",
+                        "trig-identity --size 400 --chunk 150"}) {
+    nlohmann::json cpu =
+        nlohmann::json::parse(run(std::string("run ") + w + " --json --device cpu"));
+    nlohmann::json in =
+        nlohmann::json::parse(run(std::string("run ") + w + " --json --device interp"));
+    EXPECT_EQ(cpu["device"], "cpu") << w;
+    EXPECT_EQ(in["device"], "interp") << w;
+    EXPECT_EQ(in["compile_target"].get<std::string>().rfind("interpreter, ", 0), 0u) << in;
+    double a = cpu["result"].get<double>(), b = in["result"].get<double>();
+    if (std::string(w).rfind("trig", 0) == 0)
+      EXPECT_EQ(a, b) << w;  // a count of exact equalities: the same functions, the same bits
+    else
+      EXPECT_NEAR(a, b, 1e-12 * std::abs(a)) << w;
+    EXPECT_EQ(cpu["tasks"], in["tasks"]) << w;
+  }
+  int rc = 0;
+  std::string out = run("run diamond --size 100 --device gpu", &rc);
+  EXPECT_NE(rc, 0);
+  EXPECT_NE(out.find("unknown device 'gpu' (devices: cpu, interp)"), std::string::npos) << out;
+  out = kt::shell("env KILN_DEVICE=tpu " + kt::kiln_cli() + " run diamond --size 100 2>&1", &rc);
+  EXPECT_EQ(rc, 2);
+  EXPECT_NE(out.find("KILN_DEVICE: unknown device 'tpu'"), std::string::npos) << out;
+}
+
 TEST(Cli, ResidentInputGivesTheSameResult) {
   // The same seed and stream: x's values are the same whether the kernel generates them or
   // reads them from the buffer computed before the timed region.

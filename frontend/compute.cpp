@@ -5,6 +5,7 @@
 #include <mutex>
 #include <thread>
 
+#include "codegen/backend.hpp"
 #include "ir/dot.hpp"
 #include "kiln/kiln.hpp"
 #include "passes/parameterize.hpp"
@@ -19,10 +20,12 @@ namespace {
 
 struct PlanKey {
   std::vector<const Node*> outputs;
+  Device device;
   bool fuse;
   bool push_slices;
   bool precise_math;  // selects other kernels
   bool operator<(const PlanKey& o) const {
+    if (device != o.device) return device < o.device;
     if (fuse != o.fuse) return fuse < o.fuse;
     if (push_slices != o.push_slices) return push_slices < o.push_slices;
     if (precise_math != o.precise_math) return precise_math < o.precise_math;
@@ -64,7 +67,9 @@ std::vector<NDArray> compute(const std::vector<Array>& arrays, const ComputeOpti
   Graph tmpl = parameterize(g, &params);
   bool fuse = opt.fuse && !flags().no_fuse;
   bool push = opt.push_slices && !flags().no_push_slices;
-  PlanKey key{{}, fuse, push, flags().precise_math};
+  Device device = resolve_device(opt.device);
+  backend::Backend& be = backend::backend_for(device);
+  PlanKey key{{}, device, fuse, push, flags().precise_math};
   for (const auto& o : tmpl.outputs) key.outputs.push_back(o.get());
   std::shared_ptr<const Plan> plan;
   bool cached = false;
@@ -78,7 +83,7 @@ std::vector<NDArray> compute(const std::vector<Array>& arrays, const ComputeOpti
       ++g_totals.plan_cache_hits;
     }
   }
-  auto before = cpu::compile_stats();
+  auto before = be.stats();
   std::unique_ptr<Trace> trace;
   if (!opt.trace_file.empty()) trace = std::make_unique<Trace>();
   double plan_start_us = trace ? trace->now_us() : 0;
@@ -95,7 +100,7 @@ std::vector<NDArray> compute(const std::vector<Array>& arrays, const ComputeOpti
       f.close();  // flushes: a full device fails here
       if (!f) throw Error("compute: cannot write the DOT file '" + opt.dot_file + "'");
     }
-    std::shared_ptr<const Plan> built = build_plan(std::move(fused), opt.kernels);
+    std::shared_ptr<const Plan> built = build_plan(std::move(fused), device, opt.kernels);
     if (opt.ir) *opt.ir << storage_summary(*built);
     std::lock_guard<std::mutex> lock(g_mu);
     ++g_totals.plans_built;
@@ -128,7 +133,7 @@ std::vector<NDArray> compute(const std::vector<Array>& arrays, const ComputeOpti
     f.close();  // flushes: a full device fails here
     if (!f) throw Error("compute: cannot write the trace file '" + opt.trace_file + "'");
   }
-  auto after = cpu::compile_stats();
+  auto after = be.stats();
 
   std::vector<NDArray> out;
   for (size_t k = 0; k < res.outputs.size(); ++k) {
@@ -146,17 +151,21 @@ std::vector<NDArray> compute(const std::vector<Array>& arrays, const ComputeOpti
   return out;
 }
 
-std::string compile_target() { return cpu::target_summary(); }
+std::string compile_target() { return backend::backend_for(Device::Cpu).target(); }
+
+std::string device_target(Device d) { return backend::backend_for(d).target(); }
 
 Stats stats() {
   Stats s = t_last;
-  auto c = cpu::compile_stats();
+  for (Device d : {Device::Cpu, Device::Interp}) {
+    backend::CompileStats c = backend::backend_for(d).stats();
+    s.kernels_compiled += c.compiled;
+    s.kernels_from_disk += c.disk_hits;
+    s.compile_seconds += c.compile_seconds;
+  }
   std::lock_guard<std::mutex> lock(g_mu);
   s.plans_built = g_totals.plans_built;
   s.plan_cache_hits = g_totals.plan_cache_hits;
-  s.kernels_compiled = c.compiled;
-  s.kernels_from_disk = c.disk_hits;
-  s.compile_seconds = c.compile_seconds;
   return s;
 }
 

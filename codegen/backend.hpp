@@ -1,0 +1,65 @@
+// The backend interface: what the runtime asks of a device. A backend turns kernel IR
+// (codegen/kernel_ir.hpp, defined in docs/KERNEL_IR.md) into a kernel it can launch on one
+// block's arguments (the ABI in kernel_ir.hpp), and says what it can do. The runtime includes
+// this header and nothing of any backend's own folder; backend_for() is the one place that knows
+// them all. A new backend implements Backend in codegen/<name>/, adds a Device, and registers
+// here (docs/ARCHITECTURE.md, "Adding a backend").
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "codegen/kernel_ir.hpp"
+#include "support/device.hpp"
+
+namespace kiln::backend {
+
+enum class MemorySpace : uint8_t { Host, Device };
+
+struct Capabilities {
+  bool jit = false;          // compiles machine code (false: interprets the kernel IR)
+  bool vector_math = false;  // transcendentals evaluated several lanes at a time (libmvec)
+  bool float64 = true;       // float64 arithmetic at full speed
+  MemorySpace memory = MemorySpace::Host;  // where launch() expects block arguments to live
+  int64_t preferred_block_elements = 0;    // a block size it runs well with (0: no preference)
+};
+
+struct CompileStats {
+  int64_t compiled = 0;        // kernels compiled (or prepared) in this process
+  int64_t disk_hits = 0;       // kernels loaded from an on-disk cache
+  double compile_seconds = 0;  // time spent in both
+};
+
+// Text forms of a compiled kernel for people (KILN_DEBUG=4/5, --emit-kernels): what the printer
+// made of the kernel IR and, for optimizing backends, the code after optimization.
+struct KernelDumps {
+  std::string printed;
+  std::string optimized;
+};
+
+// A kernel ready to run. launch() evaluates it over one block: I, F and P as kernel_ir.hpp
+// lays them out. It throws kiln::Error for a run-time error the kernel raised (an integer to a
+// negative power). Thread-safe: blocks run concurrently.
+class Kernel {
+ public:
+  virtual ~Kernel() = default;
+  virtual void launch(const int64_t* I, const double* F, void* const* P) const = 0;
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual Device device() const = 0;
+  virtual Capabilities capabilities() const = 0;
+  // Compiles (or prepares) a kernel; equal kernel IR may return the same kernel. Thread-safe.
+  // Throws kiln::Error when it cannot (a compile failure, KILN_NO_COMPILE for JIT backends).
+  virtual std::shared_ptr<const Kernel> compile(const kir::Kernel& k, KernelDumps* dumps) = 0;
+  virtual CompileStats stats() const = 0;
+  // What code is made for, for people: "znver3, vector math AVX2", "interpreter (...)".
+  virtual std::string target() const = 0;
+};
+
+// The backend of a device (Default resolved first). Backends live for the process.
+Backend& backend_for(Device d);
+
+}  // namespace kiln::backend

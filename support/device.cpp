@@ -1,0 +1,32 @@
+#include "support/device.hpp"
+
+#include "support/error.hpp"
+#include "support/flags.hpp"
+
+namespace kiln {
+
+const char* device_name(Device d) {
+  switch (d) {
+    case Device::Default:
+      return "default";
+    case Device::Cpu:
+      return "cpu";
+    case Device::Interp:
+      return "interp";
+  }
+  return "?";
+}
+
+Device device_from_name(const std::string& name, const std::string& what) {
+  if (name == "cpu") return Device::Cpu;
+  if (name == "interp") return Device::Interp;
+  throw Error(what + ": unknown device '" + name + "' (devices: cpu, interp)");
+}
+
+Device resolve_device(Device d) {
+  if (d != Device::Default) return d;
+  const std::string& env = flags().device;
+  return env.empty() ? Device::Cpu : device_from_name(env, "KILN_DEVICE");
+}
+
+}  // namespace kiln

@@ -86,9 +86,12 @@ double reduce_identity_f(ReduceFn fn) {
       return -std::numeric_limits<double>::infinity();
     case ReduceFn::All:
       return 1.0;
-    default:
+    case ReduceFn::Sum:
+    case ReduceFn::Mean:
+    case ReduceFn::Any:
       return 0.0;
   }
+  return 0.0;
 }
 
 int64_t reduce_identity_i(ReduceFn fn, DType t) {
@@ -106,9 +109,12 @@ int64_t reduce_identity_i(ReduceFn fn, DType t) {
       return i32 ? std::numeric_limits<int32_t>::min() : std::numeric_limits<int64_t>::min();
     case ReduceFn::All:
       return 1;
-    default:
+    case ReduceFn::Sum:
+    case ReduceFn::Mean:
+    case ReduceFn::Any:
       return 0;
   }
+  return 0;
 }
 
 }  // namespace kiln::kir

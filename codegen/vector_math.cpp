@@ -213,10 +213,21 @@ MathFn math_fn(UnaryFn f) {
       return MathFn::Acos;
     case UnaryFn::Arctan:
       return MathFn::Atan;
-    default:
-      throw InternalError(std::string("vector math: ") + unary_name(f) +
-                          " is not a transcendental function");
+    case UnaryFn::Neg:
+    case UnaryFn::Abs:
+    case UnaryFn::Sqrt:
+    case UnaryFn::Floor:
+    case UnaryFn::Ceil:
+    case UnaryFn::Round:
+    case UnaryFn::Sign:
+    case UnaryFn::IsNan:
+    case UnaryFn::IsFinite:
+    case UnaryFn::Not:
+    case UnaryFn::Invert:
+      break;
   }
+  throw InternalError(std::string("vector math: ") + unary_name(f) +
+                      " is not a transcendental function");
 }
 
 void apply(MathFn f, const MathMode& mode, const double* x, const double* x2, double* y,

@@ -3,6 +3,7 @@
 #include <string>
 #include <vector>
 
+#include "ir/node.hpp"
 #include "kiln/kiln.hpp"
 
 namespace kiln::detail {

@@ -7,18 +7,28 @@ using namespace detail;
 
 namespace {
 
-// Functions with a float result whatever the operand's dtype.
-bool is_float_ufunc(UnaryFn f) { return f == UnaryFn::Sqrt || is_transcendental(f); }
+// Functions with a float result whatever the operand's dtype (ufuncs.def's Result column).
+bool is_float_ufunc(UnaryFn f) {
+  return unary_result(f) == UnaryResult::Float || unary_result(f) == UnaryResult::Math;
+}
 
 // The type both operands are converted to before the op, from the promoted operand type.
 DType compute_type(BinaryFn f, DType promoted) {
-  if (f == BinaryFn::Div) return float_result(promoted);
-  if (f == BinaryFn::And || f == BinaryFn::Or) return DType::Bool;
+  switch (binary_result(f)) {
+    case BinaryResult::Float:
+      return float_result(promoted);
+    case BinaryResult::Logical:
+      return DType::Bool;
+    case BinaryResult::Promoted:
+    case BinaryResult::Compare:
+      return promoted;
+  }
   return promoted;
 }
 
 DType result_type(BinaryFn f, DType compute) {
-  return is_comparison(f) || f == BinaryFn::And || f == BinaryFn::Or ? DType::Bool : compute;
+  BinaryResult r = binary_result(f);
+  return r == BinaryResult::Compare || r == BinaryResult::Logical ? DType::Bool : compute;
 }
 
 bool is_bitwise(BinaryFn f) {
@@ -102,7 +112,7 @@ Array unary(UnaryFn f, const Array& a) {
   if (is_float_ufunc(f) || (f == UnaryFn::Round && in->dtype == DType::Bool)) {
     out = float_result(in->dtype);
     in = cast_node(in, out);
-  } else if (f == UnaryFn::IsNan || f == UnaryFn::IsFinite || f == UnaryFn::Not) {
+  } else if (unary_result(f) == UnaryResult::Bool) {
     out = DType::Bool;
   }
   Attrs attrs;

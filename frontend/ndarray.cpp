@@ -1,10 +1,17 @@
 #include <cstring>
 
+#include "ir/node.hpp"
 #include "kiln/kiln.hpp"
 #include "runtime/memory.hpp"
 #include "support/npy.hpp"
 
 namespace kiln {
+
+DType Array::dtype() const { return node_->dtype; }
+const Shape& Array::shape() const { return node_->shape; }
+const Chunks& Array::chunks() const { return node_->chunks; }
+int Array::ndim() const { return node_->rank(); }
+int64_t Array::size() const { return node_->size(); }
 
 NDArray::NDArray(DType dtype, Shape shape) : dtype_(dtype), shape_(std::move(shape)) {
   for (int64_t d : shape_)

@@ -65,8 +65,7 @@ std::string node_label(const Node& n) {
         os << "[" << a.i << "]";
       break;
     case Op::Random: {
-      static const char* kinds[] = {"uniform", "normal", "integers"};
-      os << "[" << kinds[a.ints[0]] << " stream=" << a.ints[1];
+      os << "[" << random_name(RandomKind(a.ints[0])) << " stream=" << a.ints[1];
       if (a.slot >= 0)
         os << " seed=$" << a.slot;
       else
@@ -93,7 +92,11 @@ std::string node_label(const Node& n) {
       os << "]";
       break;
     }
-    default:
+    case Op::Where:  // no attributes worth showing
+    case Op::Cast:
+    case Op::Broadcast:
+    case Op::Reshape:
+    case Op::Rechunk:
       break;
   }
   if ((n.op == Op::Buffer || n.op == Op::Random || n.op == Op::Iota)) {

@@ -34,55 +34,68 @@ OpCategory op_category(Op op) {
 
 const char* unary_name(UnaryFn f) {
   switch (f) {
-#define KILN_UNARY(name, np) \
-  case UnaryFn::name:        \
-    return np;
+#define KILN_UNARY(name, np, result) \
+  case UnaryFn::name:                \
+    return #np;
 #include "ir/ufuncs.def"
 #undef KILN_UNARY
   }
   return "?";
 }
 
-bool is_transcendental(UnaryFn f) {
+UnaryResult unary_result(UnaryFn f) {
   switch (f) {
-    case UnaryFn::Exp:
-    case UnaryFn::Expm1:
-    case UnaryFn::Log:
-    case UnaryFn::Log1p:
-    case UnaryFn::Sin:
-    case UnaryFn::Cos:
-    case UnaryFn::Tan:
-    case UnaryFn::Tanh:
-    case UnaryFn::Arcsin:
-    case UnaryFn::Arccos:
-    case UnaryFn::Arctan:
-    case UnaryFn::Sigmoid:
-      return true;
-    default:
-      return false;
+#define KILN_UNARY(name, np, result) \
+  case UnaryFn::name:                \
+    return UnaryResult::result;
+#include "ir/ufuncs.def"
+#undef KILN_UNARY
   }
+  return UnaryResult::Same;
 }
 
 const char* binary_name(BinaryFn f) {
   switch (f) {
-#define KILN_BINARY(name, np) \
-  case BinaryFn::name:        \
-    return np;
+#define KILN_BINARY(name, np, result) \
+  case BinaryFn::name:                \
+    return #np;
 #include "ir/ufuncs.def"
 #undef KILN_BINARY
   }
   return "?";
 }
 
-const char* reduce_name(ReduceFn f) {
-  static const char* names[] = {"sum", "prod", "min",    "max",   "all",
-                                "any", "mean", "argmin", "argmax"};
-  return names[static_cast<int>(f)];
+BinaryResult binary_result(BinaryFn f) {
+  switch (f) {
+#define KILN_BINARY(name, np, result) \
+  case BinaryFn::name:                \
+    return BinaryResult::result;
+#include "ir/ufuncs.def"
+#undef KILN_BINARY
+  }
+  return BinaryResult::Promoted;
 }
 
-bool is_comparison(BinaryFn f) {
-  return f == BinaryFn::Lt || f == BinaryFn::Le || f == BinaryFn::Gt || f == BinaryFn::Ge ||
-         f == BinaryFn::Eq || f == BinaryFn::Ne;
+const char* reduce_name(ReduceFn f) {
+  switch (f) {
+#define KILN_REDUCE(name, np) \
+  case ReduceFn::name:        \
+    return #np;
+#include "ir/reduce.def"
+#undef KILN_REDUCE
+  }
+  return "?";
+}
+
+const char* random_name(RandomKind k) {
+  switch (k) {
+#define KILN_RANDOM(name, np) \
+  case RandomKind::name:      \
+    return #np;
+#include "ir/random.def"
+#undef KILN_RANDOM
+  }
+  return "?";
 }
 
 int64_t num_elements(const Shape& s) {

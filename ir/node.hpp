@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "ir/dtype.hpp"
+#include "ir/functions.hpp"
 
 namespace kiln {
 
@@ -20,33 +21,9 @@ enum class Op : uint8_t {
 };
 enum class OpCategory : uint8_t { Leaf, Elementwise, View, Reduce, Other };
 
-enum class UnaryFn : uint8_t {
-#define KILN_UNARY(name, np) name,
-#include "ir/ufuncs.def"
-#undef KILN_UNARY
-};
-enum class BinaryFn : uint8_t {
-#define KILN_BINARY(name, np) name,
-#include "ir/ufuncs.def"
-#undef KILN_BINARY
-};
-enum class ReduceFn : uint8_t { Sum, Prod, Min, Max, All, Any, Mean, ArgMin, ArgMax };
-enum class RandomKind : uint8_t { Uniform, Normal, Integers };
-
 const char* op_name(Op op);
 OpCategory op_category(Op op);
-const char* unary_name(UnaryFn f);
-const char* binary_name(BinaryFn f);
-const char* reduce_name(ReduceFn f);
-bool is_comparison(BinaryFn f);
-// The functions kernels compute with vector math (libmvec, or glibc's scalar libm in precise
-// mode): float-valued, and several times the cost of an arithmetic op.
-bool is_transcendental(UnaryFn f);
 
-using Shape = std::vector<int64_t>;
-using Chunks = std::vector<std::vector<int64_t>>;  // per dim, the block sizes (sum = extent)
-
-int64_t num_elements(const Shape& s);
 Shape c_strides(const Shape& s);  // in elements
 
 // Op-specific attributes. Which fields an op uses is documented in ops.def.

@@ -85,9 +85,19 @@ std::optional<AffineMap> compose_view(const Node& v, const AffineMap& in) {
     }
     case Op::Rechunk:
       return in;
-    default:
-      throw InternalError(std::string("compose_view on non-view op ") + op_name(v.op));
+    case Op::Scalar:
+    case Op::Buffer:
+    case Op::Random:
+    case Op::Iota:
+    case Op::Unary:
+    case Op::Binary:
+    case Op::Where:
+    case Op::Cast:
+    case Op::Reduce:
+    case Op::Concat:
+      break;
   }
+  throw InternalError(std::string("compose_view on non-view op ") + op_name(v.op));
 }
 
 }  // namespace kiln

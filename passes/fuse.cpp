@@ -88,13 +88,15 @@ void compute_deps(FusedGraph* f) {
   }
 }
 
-}  // namespace
+// fuse's steps, in order: find_boundaries (which nodes must exist in memory, and why),
+// make_groups (one group per boundary), merge_siblings (independent groups over one domain share
+// a kernel), sort_groups (topological order again). compute_deps follows each that moves groups.
 
-FusedGraph fuse(const Graph& g, bool enabled) {
-  FusedGraph f;
-  f.graph = g;
-  std::vector<const Node*> order = topo_order(g.outputs);
-  f.node_count = order.size();
+// Why each node must be materialized (outputs, reductions, concatenations, --no-fuse, the kernel
+// size limit, views that cannot fold into a leaf's index map); absent: computed inline.
+std::unordered_map<const Node*, std::string> find_boundaries(const Graph& g,
+                                                             const std::vector<const Node*>& order,
+                                                             bool enabled) {
   std::unordered_map<const Node*, std::string> reason;
   for (const auto& o : g.outputs) reason[o.get()] = materialize_reason(*o, enabled, true);
   std::unordered_map<const Node*, int64_t> cost;  // inline cost of computed element-wise nodes
@@ -140,7 +142,12 @@ FusedGraph fuse(const Graph& g, bool enabled) {
       if (!composes) reason[in] = "reshape of a non-contiguous view needs a copy";
     }
   }
-  // One group per materialized node (per piece for concatenations), in topological order.
+  return reason;
+}
+
+// One group per materialized node (per piece for concatenations), in topological order.
+void make_groups(const Graph& g, const std::vector<const Node*>& order,
+                 const std::unordered_map<const Node*, std::string>& reason, FusedGraph* f) {
   std::unordered_map<const Node*, NodeRef> refs;
   for (const auto& o : g.outputs) refs.emplace(o.get(), o);
   for (const Node* n : order)
@@ -148,14 +155,14 @@ FusedGraph fuse(const Graph& g, bool enabled) {
   for (const Node* n : order) {
     auto it = reason.find(n);
     if (it == reason.end()) continue;
-    f.boundaries.push_back({n, it->second});
+    f->boundaries.push_back({n, it->second});
     NodeRef self = refs.at(n);
     if (n->op == Op::Reduce) {
       Group gr;
       gr.outputs.push_back({n->in(0), self, true, 0});
       gr.domain = n->in(0)->shape;
       gr.chunks = n->in(0)->chunks;
-      f.groups.push_back(std::move(gr));
+      f->groups.push_back(std::move(gr));
     } else if (n->op == Op::Concat) {
       int axis = static_cast<int>(n->attrs.ints[0]);
       Shape st = c_strides(n->shape);
@@ -166,83 +173,102 @@ FusedGraph fuse(const Graph& g, bool enabled) {
         gr.domain = in->shape;
         gr.chunks = in->chunks;
         pos += in->shape[axis];
-        f.groups.push_back(std::move(gr));
+        f->groups.push_back(std::move(gr));
       }
     } else {
       Group gr;
       gr.outputs.push_back({self, self, false, 0});
       gr.domain = n->shape;
       gr.chunks = n->chunks;
-      f.groups.push_back(std::move(gr));
+      f->groups.push_back(std::move(gr));
     }
   }
-  compute_deps(&f);
+  compute_deps(f);
+}
+
+// Merges independent groups over the same domain and chunks into multi-output kernels (each
+// group into the first earlier one it can join). Cubic in the number of groups.
+void merge_siblings(FusedGraph* f) {
+  size_t n = f->groups.size();
+  std::vector<std::vector<bool>> reach(n, std::vector<bool>(n, false));  // reach[a][b]: a needs b
+  for (size_t a = 0; a < n; ++a)
+    for (int d : f->groups[a].deps) {
+      reach[a][d] = true;
+      for (size_t b = 0; b < n; ++b)
+        if (reach[d][b]) reach[a][b] = true;
+    }
+  std::vector<int> merged_into(n, -1);
+  for (size_t b = 0; b < n; ++b) {
+    for (size_t a = 0; a < b; ++a) {
+      if (merged_into[a] >= 0) continue;
+      const Group& ga = f->groups[a];
+      const Group& gb = f->groups[b];
+      if (ga.domain != gb.domain || ga.chunks != gb.chunks) continue;
+      // Independent both ways. reach[.][a] and reach[a][.] stand for everything merged into a
+      // (kept up to date below), so merging can never close a cycle between kernels.
+      if (reach[b][a] || reach[a][b]) continue;
+      merged_into[b] = static_cast<int>(a);
+      // a now also needs what b needs, and whatever needed b needs a (and all a needs).
+      for (size_t y = 0; y < n; ++y)
+        if (reach[b][y]) reach[a][y] = true;
+      for (size_t x = 0; x < n; ++x)
+        if (reach[x][b] || reach[x][a]) {
+          reach[x][a] = true;
+          for (size_t y = 0; y < n; ++y)
+            if (reach[a][y]) reach[x][y] = true;
+        }
+      break;
+    }
+  }
+  std::vector<Group> out;
+  std::vector<int> new_index(n, -1);
+  for (size_t a = 0; a < n; ++a)
+    if (merged_into[a] < 0) {
+      new_index[a] = static_cast<int>(out.size());
+      out.push_back(f->groups[a]);
+    }
+  for (size_t b = 0; b < n; ++b)
+    if (merged_into[b] >= 0) {
+      Group& dst = out[new_index[merged_into[b]]];
+      new_index[b] = new_index[merged_into[b]];
+      for (auto& o : f->groups[b].outputs) dst.outputs.push_back(o);
+    }
+  f->groups = std::move(out);
+  compute_deps(f);
+}
+
+// Puts the groups in a topological order of their dependencies again (after merging).
+void sort_groups(FusedGraph* f) {
+  std::vector<std::vector<int>> deps;
+  for (const auto& gr : f->groups) deps.push_back(gr.deps);
+  std::vector<int> order_idx, state(f->groups.size(), 0);
+  std::function<void(int)> visit = [&](int k) {
+    if (state[k] == 2) return;
+    KILN_CHECK(state[k] == 0, "cycle between fused groups");
+    state[k] = 1;
+    for (int d : deps[k]) visit(d);
+    state[k] = 2;
+    order_idx.push_back(k);
+  };
+  for (size_t k = 0; k < f->groups.size(); ++k) visit(static_cast<int>(k));
+  std::vector<Group> sorted;
+  for (int k : order_idx) sorted.push_back(std::move(f->groups[k]));
+  f->groups = std::move(sorted);
+  compute_deps(f);
+}
+
+}  // namespace
+
+FusedGraph fuse(const Graph& g, bool enabled) {
+  FusedGraph f;
+  f.graph = g;
+  std::vector<const Node*> order = topo_order(g.outputs);
+  f.node_count = order.size();
+  make_groups(g, order, find_boundaries(g, order, enabled), &f);
   // Merging is cubic in the number of groups; fused graphs have few, so cap it.
   if (enabled && f.groups.size() <= 512) {
-    // Merge independent groups over the same domain into multi-output kernels.
-    size_t n = f.groups.size();
-    std::vector<std::vector<bool>> reach(n, std::vector<bool>(n, false));  // reach[a][b]: a needs b
-    for (size_t a = 0; a < n; ++a)
-      for (int d : f.groups[a].deps) {
-        reach[a][d] = true;
-        for (size_t b = 0; b < n; ++b)
-          if (reach[d][b]) reach[a][b] = true;
-      }
-    std::vector<int> merged_into(n, -1);
-    for (size_t b = 0; b < n; ++b) {
-      for (size_t a = 0; a < b; ++a) {
-        if (merged_into[a] >= 0) continue;
-        const Group& ga = f.groups[a];
-        const Group& gb = f.groups[b];
-        if (ga.domain != gb.domain || ga.chunks != gb.chunks) continue;
-        // Independent both ways. reach[.][a] and reach[a][.] stand for everything merged into a
-        // (kept up to date below), so merging can never close a cycle between kernels.
-        if (reach[b][a] || reach[a][b]) continue;
-        merged_into[b] = static_cast<int>(a);
-        // a now also needs what b needs, and whatever needed b needs a (and all a needs).
-        for (size_t y = 0; y < n; ++y)
-          if (reach[b][y]) reach[a][y] = true;
-        for (size_t x = 0; x < n; ++x)
-          if (reach[x][b] || reach[x][a]) {
-            reach[x][a] = true;
-            for (size_t y = 0; y < n; ++y)
-              if (reach[a][y]) reach[x][y] = true;
-          }
-        break;
-      }
-    }
-    std::vector<Group> out;
-    std::vector<int> new_index(n, -1);
-    for (size_t a = 0; a < n; ++a)
-      if (merged_into[a] < 0) {
-        new_index[a] = static_cast<int>(out.size());
-        out.push_back(f.groups[a]);
-      }
-    for (size_t b = 0; b < n; ++b)
-      if (merged_into[b] >= 0) {
-        Group& dst = out[new_index[merged_into[b]]];
-        new_index[b] = new_index[merged_into[b]];
-        for (auto& o : f.groups[b].outputs) dst.outputs.push_back(o);
-      }
-    // Re-derive dependencies and a topological order of the merged groups.
-    f.groups = std::move(out);
-    compute_deps(&f);
-    std::vector<std::vector<int>> deps;
-    for (const auto& gr : f.groups) deps.push_back(gr.deps);
-    std::vector<int> order_idx, state(f.groups.size(), 0);
-    std::function<void(int)> visit = [&](int k) {
-      if (state[k] == 2) return;
-      KILN_CHECK(state[k] == 0, "cycle between fused groups");
-      state[k] = 1;
-      for (int d : deps[k]) visit(d);
-      state[k] = 2;
-      order_idx.push_back(k);
-    };
-    for (size_t k = 0; k < f.groups.size(); ++k) visit(static_cast<int>(k));
-    std::vector<Group> sorted;
-    for (int k : order_idx) sorted.push_back(std::move(f.groups[k]));
-    f.groups = std::move(sorted);
-    compute_deps(&f);
+    merge_siblings(&f);
+    sort_groups(&f);
   }
   return f;
 }

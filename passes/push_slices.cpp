@@ -45,7 +45,9 @@ class Pusher {
         for (const auto& in : x->inputs) ins.push_back(apply(v, in));
         return ctx.make(x->op, x->dtype, v.shape, v.chunks, std::move(ins), x->attrs);
       }
-      default:
+      case OpCategory::View:  // views compose at the leaves; the others stay materialized
+      case OpCategory::Reduce:
+      case OpCategory::Other:
         break;
     }
     return ctx.make(v.op, x->dtype, v.shape, v.chunks, {x}, v.attrs);

@@ -203,230 +203,284 @@ void Plan::block_box(const PlanGroup& g, int64_t block, int64_t* lo, int64_t* ex
   }
 }
 
-std::unique_ptr<Plan> build_plan(FusedGraph fused, Device device, std::ostream* kernel_dump) {
-  auto plan = std::make_unique<Plan>();
-  Plan& p = *plan;
-  p.device = resolve_device(device);
-  backend::Backend& be = backend::backend_for(p.device);
-  p.fused = std::move(fused);
-  const FusedGraph& f = p.fused;
-  // Arrays that exist in memory: one per materialized node.
-  std::unordered_map<const Node*, int> array_of;
-  for (const auto& b : f.boundaries) {
-    PlanArray a;
-    a.node = b.node;
-    a.dtype = b.node->dtype;
-    a.shape = b.node->shape;
-    a.bytes = static_cast<size_t>(num_elements(a.shape)) * dtype_size(a.dtype);
-    array_of[b.node] = static_cast<int>(p.arrays.size());
-    p.arrays.push_back(std::move(a));
-  }
-  for (size_t k = 0; k < f.graph.outputs.size(); ++k) {
-    int a = array_of.at(f.graph.outputs[k].get());
-    if (p.arrays[a].output < 0) p.arrays[a].output = static_cast<int>(k);
-    p.output_arrays.push_back(a);
-  }
-  // Groups: lower to kernel IR and compile.
-  auto t0 = std::chrono::steady_clock::now();
-  for (size_t gi = 0; gi < f.groups.size(); ++gi) {
-    const Group& grp = f.groups[gi];
-    PlanGroup g;
-    g.lowered = lower_group(grp, f);
-    g.domain = grp.domain;
-    g.chunks = grp.chunks;
-    g.blocks = grid_blocks(grp.chunks);
-    for (const auto& c : grp.chunks) {
-      std::vector<int64_t> s{0};
-      for (size_t k = 0; k + 1 < c.size(); ++k) s.push_back(s.back() + c[k]);
-      g.starts.push_back(std::move(s));
-    }
-    double c0 = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    if (kernel_dump || flags().debug >= 3) {
-      backend::KernelDumps dumps;
-      g.kernel = be.compile(g.lowered.kernel, flags().debug >= 4 ? &dumps : nullptr);
-      std::ostream& os = kernel_dump ? *kernel_dump : std::cerr;
-      os << "kernel " << gi << ":\n" << g.lowered.kernel.str();
-      if (flags().debug >= 4) os << dumps.printed;
-      if (flags().debug >= 5 && !dumps.optimized.empty()) os << "; optimized\n" << dumps.optimized;
-    } else {
-      g.kernel = be.compile(g.lowered.kernel, nullptr);
-    }
-    g.compile_start_s = c0;
-    g.compile_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() - c0;
-    for (const auto& lb : g.lowered.leaves) {
-      int a = lb.materialized ? array_of.at(lb.materialized) : -1;
-      g.leaf_arrays.push_back(a);
-      if (a >= 0) p.arrays[a].readers += static_cast<int>(g.blocks);
-    }
-    for (size_t o = 0; o < grp.outputs.size(); ++o) {
-      const GroupOutput& go = grp.outputs[o];
-      int a = array_of.at(go.target.get());
-      if (!go.reduce) {
-        g.output_arrays.push_back(a);
-        continue;
-      }
-      PlanReduce r;
-      r.group = static_cast<int>(gi);
-      r.output = static_cast<int>(o);
-      r.array = a;
-      r.fn = go.target->reduce_fn();
-      r.acc = g.lowered.kernel.outputs[o].type;
-      r.out = go.target->dtype;
-      // Result strides per domain dim: reduced dims vanish (or are 1 with keepdims).
-      Shape st = c_strides(go.target->shape);
-      uint32_t mask = g.lowered.kernel.outputs[o].reduced_mask;
-      size_t j = 0;
-      for (size_t d = 0; d < grp.domain.size(); ++d) {
-        bool reduced = (mask >> d) & 1u;
-        if (reduced) {
-          r.count *= grp.domain[d];
-          r.out_strides.push_back(0);
-          if (go.target->keepdims()) ++j;
-        } else {
-          r.out_strides.push_back(st[j++]);
-        }
-      }
-      g.output_arrays.push_back(static_cast<int>(p.reduces.size()));
-      p.reduces.push_back(std::move(r));
-    }
-    p.groups.push_back(std::move(g));
-  }
-  p.compile_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  plan_blocked_arrays(p);
+namespace {
 
-  // Tasks: Start_g -> Kernel tasks -> combine trees -> End_g; Start_g waits for End of deps.
-  auto add_task = [&](PlanTask t) {
-    p.tasks.push_back(std::move(t));
-    return static_cast<int>(p.tasks.size()) - 1;
-  };
-  auto edge = [&](int from, int to) {
-    p.tasks[from].next.push_back(to);
-    ++p.tasks[to].waits;
-  };
-  auto writes = [&](int gi, int a) {  // group gi stores or reduces into array a
-    const PlanGroup& g = p.groups[gi];
+// build_plan's steps, in order (each reads what the earlier ones made):
+//   arrays -> kernels (lower + compile, per group) -> reductions -> blocked arrays ->
+//   tasks (Start, Kernel, End per group, with their edges) -> combine trees -> run order.
+class PlanBuilder {
+ public:
+  PlanBuilder(Plan& p, backend::Backend& be, std::ostream* kernel_dump)
+      : p_(p), f_(p.fused), be_(be), dump_(kernel_dump) {}
+
+  void run() {
+    make_arrays();
+    compile_kernels();
+    make_reductions();
+    plan_blocked_arrays(p_);
+    make_tasks();
+    order_tasks();
+  }
+
+ private:
+  // Arrays that exist in memory: one per materialized node; compute()'s outputs among them.
+  void make_arrays() {
+    for (const auto& b : f_.boundaries) {
+      PlanArray a;
+      a.node = b.node;
+      a.dtype = b.node->dtype;
+      a.shape = b.node->shape;
+      a.bytes = static_cast<size_t>(num_elements(a.shape)) * dtype_size(a.dtype);
+      array_of_[b.node] = static_cast<int>(p_.arrays.size());
+      p_.arrays.push_back(std::move(a));
+    }
+    for (size_t k = 0; k < f_.graph.outputs.size(); ++k) {
+      int a = array_of_.at(f_.graph.outputs[k].get());
+      if (p_.arrays[a].output < 0) p_.arrays[a].output = static_cast<int>(k);
+      p_.output_arrays.push_back(a);
+    }
+  }
+
+  // Each fused group: lowered to kernel IR, compiled by the device's backend, its block grid,
+  // and the arrays its leaves read (each read once per block).
+  void compile_kernels() {
+    auto t0 = std::chrono::steady_clock::now();
+    auto since = [&] {
+      return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    };
+    for (size_t gi = 0; gi < f_.groups.size(); ++gi) {
+      const Group& grp = f_.groups[gi];
+      PlanGroup g;
+      g.lowered = lower_group(grp, f_);
+      g.domain = grp.domain;
+      g.chunks = grp.chunks;
+      g.blocks = grid_blocks(grp.chunks);
+      for (const auto& c : grp.chunks) {
+        std::vector<int64_t> s{0};
+        for (size_t k = 0; k + 1 < c.size(); ++k) s.push_back(s.back() + c[k]);
+        g.starts.push_back(std::move(s));
+      }
+      g.compile_start_s = since();
+      if (dump_ || flags().debug >= 3) {
+        backend::KernelDumps dumps;
+        g.kernel = be_.compile(g.lowered.kernel, flags().debug >= 4 ? &dumps : nullptr);
+        std::ostream& os = dump_ ? *dump_ : std::cerr;
+        os << "kernel " << gi << ":\n" << g.lowered.kernel.str();
+        if (flags().debug >= 4) os << dumps.printed;
+        if (flags().debug >= 5 && !dumps.optimized.empty())
+          os << "; optimized\n" << dumps.optimized;
+      } else {
+        g.kernel = be_.compile(g.lowered.kernel, nullptr);
+      }
+      g.compile_s = since() - g.compile_start_s;
+      for (const auto& lb : g.lowered.leaves) {
+        int a = lb.materialized ? array_of_.at(lb.materialized) : -1;
+        g.leaf_arrays.push_back(a);
+        if (a >= 0) p_.arrays[a].readers += static_cast<int>(g.blocks);
+      }
+      p_.groups.push_back(std::move(g));
+    }
+    p_.compile_seconds = since();
+  }
+
+  // Where each group output goes: stores to their array; reductions get a PlanReduce (result
+  // array, accumulator and result types, element count for mean, result strides).
+  void make_reductions() {
+    for (size_t gi = 0; gi < f_.groups.size(); ++gi) {
+      const Group& grp = f_.groups[gi];
+      PlanGroup& g = p_.groups[gi];
+      for (size_t o = 0; o < grp.outputs.size(); ++o) {
+        const GroupOutput& go = grp.outputs[o];
+        int a = array_of_.at(go.target.get());
+        if (!go.reduce) {
+          g.output_arrays.push_back(a);
+          continue;
+        }
+        PlanReduce r;
+        r.group = static_cast<int>(gi);
+        r.output = static_cast<int>(o);
+        r.array = a;
+        r.fn = go.target->reduce_fn();
+        r.acc = g.lowered.kernel.outputs[o].type;
+        r.out = go.target->dtype;
+        // Result strides per domain dim: reduced dims vanish (or are 1 with keepdims).
+        Shape st = c_strides(go.target->shape);
+        uint32_t mask = g.lowered.kernel.outputs[o].reduced_mask;
+        size_t j = 0;
+        for (size_t d = 0; d < grp.domain.size(); ++d) {
+          bool reduced = (mask >> d) & 1u;
+          if (reduced) {
+            r.count *= grp.domain[d];
+            r.out_strides.push_back(0);
+            if (go.target->keepdims()) ++j;
+          } else {
+            r.out_strides.push_back(st[j++]);
+          }
+        }
+        g.output_arrays.push_back(static_cast<int>(p_.reduces.size()));
+        p_.reduces.push_back(std::move(r));
+      }
+    }
+  }
+
+  int add_task(PlanTask t) {
+    p_.tasks.push_back(std::move(t));
+    return static_cast<int>(p_.tasks.size()) - 1;
+  }
+  void edge(int from, int to) {
+    p_.tasks[from].next.push_back(to);
+    ++p_.tasks[to].waits;
+  }
+  bool writes(int gi, int a) const {  // group gi stores or reduces into array a
+    const PlanGroup& g = p_.groups[gi];
     for (size_t o = 0; o < g.output_arrays.size(); ++o) {
       bool reduce = g.lowered.kernel.outputs[o].reduce;
-      if ((reduce ? p.reduces[g.output_arrays[o]].array : g.output_arrays[o]) == a) return true;
+      if ((reduce ? p_.reduces[g.output_arrays[o]].array : g.output_arrays[o]) == a) return true;
     }
     return false;
-  };
-  std::vector<int> end_of(p.groups.size());
-  std::vector<std::vector<int>> kernel_task_of(p.groups.size());
-  p.partial_of.resize(p.groups.size());
-  for (size_t gi = 0; gi < p.groups.size(); ++gi) {
-    PlanGroup& g = p.groups[gi];
-    PlanTask st{TaskKind::Start};
-    st.group = static_cast<int>(gi);
-    int start = add_task(st);
-    // A group waits for the whole of a group it reads from, unless everything it reads from it
-    // is blocked: then each of its blocks waits for the blocks it reads (below).
-    for (int d : f.groups[gi].deps) {
-      int blocked = 0, whole = 0;
-      for (int a : g.leaf_arrays)
-        if (a >= 0 && writes(d, a)) ++(p.arrays[a].blocked ? blocked : whole);
-      if (whole > 0 || blocked == 0) edge(end_of[d], start);
-    }
-    PlanTask et{TaskKind::End};
-    et.group = static_cast<int>(gi);
-    std::vector<int> kernel_tasks;
-    std::vector<int> reduce_ids;
-    for (size_t o = 0; o < g.output_arrays.size(); ++o)
-      if (g.lowered.kernel.outputs[o].reduce) reduce_ids.push_back(g.output_arrays[o]);
-    p.partial_of[gi].resize(g.blocks);
-    for (int64_t b = 0; b < g.blocks; ++b) {
-      PlanTask kt{TaskKind::Kernel};
-      kt.group = static_cast<int>(gi);
-      kt.block = b;
-      int t = add_task(kt);
-      edge(start, t);
-      kernel_tasks.push_back(t);
-      if (!g.block_reads.empty())
-        for (size_t l = 0; l < g.leaf_arrays.size(); ++l) {
-          int a = g.leaf_arrays[l];
-          if (a >= 0 && p.arrays[a].blocked && g.block_read(b, l)[0] >= 0)
-            edge(kernel_task_of[p.arrays[a].producer][g.block_read(b, l)[0]], t);
-        }
-      for (int r : reduce_ids) {
-        p.partial_of[gi][b].push_back(static_cast<int>(p.partials.size()));
-        p.partials.push_back({r, b});
+  }
+
+  // Per group: Start -> a Kernel task per block -> combine trees -> End. Start waits for the
+  // End of each group it reads whole; a block that reads blocked arrays waits for the blocks it
+  // reads instead.
+  void make_tasks() {
+    end_of_.resize(p_.groups.size());
+    kernel_task_of_.resize(p_.groups.size());
+    p_.partial_of.resize(p_.groups.size());
+    for (size_t gi = 0; gi < p_.groups.size(); ++gi) {
+      PlanGroup& g = p_.groups[gi];
+      PlanTask st{TaskKind::Start};
+      st.group = static_cast<int>(gi);
+      int start = add_task(st);
+      for (int d : f_.groups[gi].deps) {
+        int blocked = 0, whole = 0;
+        for (int a : g.leaf_arrays)
+          if (a >= 0 && writes(d, a)) ++(p_.arrays[a].blocked ? blocked : whole);
+        if (whole > 0 || blocked == 0) edge(end_of_[d], start);
       }
-    }
-    kernel_task_of[gi] = kernel_tasks;
-    p.work_tasks += g.blocks;
-    int end = add_task(et);
-    for (int t : kernel_tasks) edge(t, end);
-    // Combine trees, one per result block of each reduction.
-    int r = g.domain.empty() ? 0 : static_cast<int>(g.domain.size());
-    for (size_t k = 0; k < reduce_ids.size(); ++k) {
-      const PlanReduce& red = p.reduces[reduce_ids[k]];
-      uint32_t mask = g.lowered.kernel.outputs[red.output].reduced_mask;
-      std::map<std::vector<int64_t>, std::vector<std::pair<int, int>>> by_key;  // (partial, task)
-      std::vector<int64_t> first_block;
-      std::vector<int64_t> coords(r);
+      std::vector<int> reduce_ids;
+      for (size_t o = 0; o < g.output_arrays.size(); ++o)
+        if (g.lowered.kernel.outputs[o].reduce) reduce_ids.push_back(g.output_arrays[o]);
+      p_.partial_of[gi].resize(g.blocks);
+      std::vector<int>& kernel_tasks = kernel_task_of_[gi];
       for (int64_t b = 0; b < g.blocks; ++b) {
-        int64_t rem = b;
-        for (int d = r - 1; d >= 0; --d) {
-          int64_t n = static_cast<int64_t>(g.chunks[d].size());
-          coords[d] = ((mask >> d) & 1u) ? 0 : rem % n;
-          rem /= n;
-        }
-        by_key[coords].push_back({p.partial_of[gi][b][k], kernel_tasks[b]});
-      }
-      for (auto& [key, items] : by_key) {
-        int64_t rep_block = p.partials[items.front().first].second;
-        while (items.size() > kFanIn) {
-          std::vector<std::pair<int, int>> next_level;
-          for (size_t s = 0; s < items.size(); s += kFanIn) {
-            PlanTask ct{TaskKind::Combine};
-            ct.group = static_cast<int>(gi);
-            ct.reduce = reduce_ids[k];
-            int pid = static_cast<int>(p.partials.size());
-            p.partials.push_back({reduce_ids[k], rep_block});
-            ct.partial_out = pid;
-            for (size_t q = s; q < std::min(items.size(), s + kFanIn); ++q)
-              ct.partials_in.push_back(items[q].first);
-            int t = add_task(ct);
-            for (size_t q = s; q < std::min(items.size(), s + kFanIn); ++q)
-              edge(items[q].second, t);
-            edge(t, end);
-            next_level.push_back({pid, t});
-            ++p.work_tasks;
+        PlanTask kt{TaskKind::Kernel};
+        kt.group = static_cast<int>(gi);
+        kt.block = b;
+        int t = add_task(kt);
+        edge(start, t);
+        kernel_tasks.push_back(t);
+        if (!g.block_reads.empty())
+          for (size_t l = 0; l < g.leaf_arrays.size(); ++l) {
+            int a = g.leaf_arrays[l];
+            if (a >= 0 && p_.arrays[a].blocked && g.block_read(b, l)[0] >= 0)
+              edge(kernel_task_of_[p_.arrays[a].producer][g.block_read(b, l)[0]], t);
           }
-          items = std::move(next_level);
+        for (int r : reduce_ids) {
+          p_.partial_of[gi][b].push_back(static_cast<int>(p_.partials.size()));
+          p_.partials.push_back({r, b});
         }
-        PlanTask ct{TaskKind::Combine};
-        ct.group = static_cast<int>(gi);
-        ct.reduce = reduce_ids[k];
-        ct.final_block = rep_block;
-        for (auto& it : items) ct.partials_in.push_back(it.first);
-        int t = add_task(ct);
-        for (auto& it : items) edge(it.second, t);
-        edge(t, end);
-        ++p.work_tasks;
       }
+      p_.work_tasks += g.blocks;
+      PlanTask et{TaskKind::End};
+      et.group = static_cast<int>(gi);
+      int end = add_task(et);
+      for (int t : kernel_tasks) edge(t, end);
+      for (size_t k = 0; k < reduce_ids.size(); ++k)
+        combine_trees(static_cast<int>(gi), static_cast<int>(k), reduce_ids[k], end);
+      end_of_[gi] = end;
     }
-    end_of[gi] = end;
   }
+
+  // One fixed tree per result block of reduction `red` (the k-th of group gi): the blocks'
+  // partials in block order, folded kFanIn at a time, level by level, the last fold writing the
+  // result (so the sums are the same for every thread count).
+  void combine_trees(int gi, int k, int red, int end) {
+    const PlanGroup& g = p_.groups[gi];
+    int r = static_cast<int>(g.domain.size());
+    uint32_t mask = g.lowered.kernel.outputs[p_.reduces[red].output].reduced_mask;
+    std::map<std::vector<int64_t>, std::vector<std::pair<int, int>>> by_key;  // (partial, task)
+    std::vector<int64_t> coords(r);
+    for (int64_t b = 0; b < g.blocks; ++b) {
+      int64_t rem = b;
+      for (int d = r - 1; d >= 0; --d) {
+        int64_t n = static_cast<int64_t>(g.chunks[d].size());
+        coords[d] = ((mask >> d) & 1u) ? 0 : rem % n;
+        rem /= n;
+      }
+      by_key[coords].push_back({p_.partial_of[gi][b][k], kernel_task_of_[gi][b]});
+    }
+    for (auto& [key, items] : by_key) {
+      int64_t rep_block = p_.partials[items.front().first].second;
+      while (items.size() > kFanIn) {
+        std::vector<std::pair<int, int>> next_level;
+        for (size_t s = 0; s < items.size(); s += kFanIn) {
+          PlanTask ct{TaskKind::Combine};
+          ct.group = gi;
+          ct.reduce = red;
+          int pid = static_cast<int>(p_.partials.size());
+          p_.partials.push_back({red, rep_block});
+          ct.partial_out = pid;
+          for (size_t q = s; q < std::min(items.size(), s + kFanIn); ++q)
+            ct.partials_in.push_back(items[q].first);
+          int t = add_task(ct);
+          for (size_t q = s; q < std::min(items.size(), s + kFanIn); ++q) edge(items[q].second, t);
+          edge(t, end);
+          next_level.push_back({pid, t});
+          ++p_.work_tasks;
+        }
+        items = std::move(next_level);
+      }
+      PlanTask ct{TaskKind::Combine};
+      ct.group = gi;
+      ct.reduce = red;
+      ct.final_block = rep_block;
+      for (auto& it : items) ct.partials_in.push_back(it.first);
+      int t = add_task(ct);
+      for (auto& it : items) edge(it.second, t);
+      edge(t, end);
+      ++p_.work_tasks;
+    }
+  }
+
   // Run order among ready tasks (PlanTask::order); tasks were added after their predecessors.
-  const auto groups = static_cast<int64_t>(p.groups.size());
-  std::vector<int64_t> after(p.tasks.size(), -1);  // the largest order of a predecessor
-  for (size_t t = 0; t < p.tasks.size(); ++t) {
-    PlanTask& task = p.tasks[t];
-    switch (task.kind) {
-      case TaskKind::Start:
-        task.order = -1;
-        break;
-      case TaskKind::Kernel:
-        task.order = task.block * groups + task.group;
-        break;
-      case TaskKind::Combine:
-      case TaskKind::End:
-        task.order = after[t];
-        break;
+  void order_tasks() {
+    const auto groups = static_cast<int64_t>(p_.groups.size());
+    std::vector<int64_t> after(p_.tasks.size(), -1);  // the largest order of a predecessor
+    for (size_t t = 0; t < p_.tasks.size(); ++t) {
+      PlanTask& task = p_.tasks[t];
+      switch (task.kind) {
+        case TaskKind::Start:
+          task.order = -1;
+          break;
+        case TaskKind::Kernel:
+          task.order = task.block * groups + task.group;
+          break;
+        case TaskKind::Combine:
+        case TaskKind::End:
+          task.order = after[t];
+          break;
+      }
+      for (int s : task.next) after[s] = std::max(after[s], task.order);
     }
-    for (int s : task.next) after[s] = std::max(after[s], task.order);
   }
+
+  Plan& p_;
+  const FusedGraph& f_;
+  backend::Backend& be_;
+  std::ostream* dump_;
+  std::unordered_map<const Node*, int> array_of_;
+  std::vector<int> end_of_;
+  std::vector<std::vector<int>> kernel_task_of_;
+};
+
+}  // namespace
+
+std::unique_ptr<Plan> build_plan(FusedGraph fused, Device device, std::ostream* kernel_dump) {
+  auto plan = std::make_unique<Plan>();
+  plan->device = resolve_device(device);
+  plan->fused = std::move(fused);
+  PlanBuilder(*plan, backend::backend_for(plan->device), kernel_dump).run();
   return plan;
 }
 

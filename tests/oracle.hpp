@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "ir/node.hpp"  // tests look inside the graph too
 #include "kiln/kiln.hpp"
 
 namespace kt {

@@ -582,9 +582,11 @@ class Printer {
         return b_.CreateAnd(acc, v);
       case ReduceFn::Any:
         return b_.CreateOr(acc, v);
-      default:
-        throw InternalError("codegen: reduction not supported in kernels");
+      case ReduceFn::ArgMin:  // arg_step
+      case ReduceFn::ArgMax:
+        break;
     }
+    throw InternalError("codegen: combine of an arg reduction (arg_step folds those)");
   }
 
   // NaN-propagating maximum/minimum (NumPy's maximum/minimum and max/min reductions).

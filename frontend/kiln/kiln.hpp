@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "ir/dtype.hpp"
-#include "ir/node.hpp"
+#include "ir/functions.hpp"
 #include "support/device.hpp"
 #include "support/error.hpp"
 
@@ -108,16 +108,19 @@ class NDArray {
   void* data_ = nullptr;
 };
 
+struct Node;  // the graph's node (ir/node.hpp), opaque here
+using NodeRef = std::shared_ptr<const Node>;
+
 class Array {
  public:
   Array() = default;
   explicit Array(NodeRef node) : node_(std::move(node)) {}
   const NodeRef& node() const { return node_; }
-  DType dtype() const { return node_->dtype; }
-  const Shape& shape() const { return node_->shape; }
-  const Chunks& chunks() const { return node_->chunks; }
-  int ndim() const { return node_->rank(); }
-  int64_t size() const { return node_->size(); }
+  DType dtype() const;
+  const Shape& shape() const;
+  const Chunks& chunks() const;
+  int ndim() const;
+  int64_t size() const;
 
   NDArray compute() const;
   // Computes the array and keeps its blocks: the returned array reads them instead of
@@ -231,53 +234,32 @@ KILN_DECLARE_BINARY_OP(operator|, BinaryFn::BitOr)
 KILN_DECLARE_BINARY_OP(operator^, BinaryFn::BitXor)
 KILN_DECLARE_BINARY_OP(operator<<, BinaryFn::LeftShift)
 KILN_DECLARE_BINARY_OP(operator>>, BinaryFn::RightShift)
-KILN_DECLARE_BINARY_OP(bitwise_and, BinaryFn::BitAnd)
-KILN_DECLARE_BINARY_OP(bitwise_or, BinaryFn::BitOr)
-KILN_DECLARE_BINARY_OP(bitwise_xor, BinaryFn::BitXor)
-KILN_DECLARE_BINARY_OP(left_shift, BinaryFn::LeftShift)
-KILN_DECLARE_BINARY_OP(right_shift, BinaryFn::RightShift)
-// Python's // (C++ has no such operator): floor of the quotient; see docs for x // 0.
-KILN_DECLARE_BINARY_OP(floor_divide, BinaryFn::FloorDiv)
-KILN_DECLARE_BINARY_OP(logical_and, BinaryFn::And)
-KILN_DECLARE_BINARY_OP(logical_or, BinaryFn::Or)
+// Every binary function by NumPy's name (ir/ufuncs.def): add, subtract, multiply, true_divide,
+// remainder, power, less ... not_equal, logical_and, logical_or, maximum, minimum, bitwise_and,
+// bitwise_or, bitwise_xor, left_shift, right_shift, floor_divide (Python's //: floor of the
+// quotient; see docs/KERNEL_IR.md for x // 0). pow and mod are short names for power, remainder.
+#define KILN_BINARY(name, np, result) KILN_DECLARE_BINARY_OP(np, BinaryFn::name)
+#include "ir/ufuncs.def"
+#undef KILN_BINARY
 KILN_DECLARE_BINARY_OP(pow, BinaryFn::Pow)
-KILN_DECLARE_BINARY_OP(maximum, BinaryFn::Max)
-KILN_DECLARE_BINARY_OP(minimum, BinaryFn::Min)
 KILN_DECLARE_BINARY_OP(mod, BinaryFn::Mod)
 #undef KILN_DECLARE_BINARY_OP
 
 inline Array operator-(const Array& a) { return unary(UnaryFn::Neg, a); }
 inline Array operator!(const Array& a) { return unary(UnaryFn::Not, a); }
 inline Array operator~(const Array& a) { return unary(UnaryFn::Invert, a); }
-inline Array invert(const Array& a) { return unary(UnaryFn::Invert, a); }
-inline Array bitwise_not(const Array& a) { return unary(UnaryFn::Invert, a); }
-inline Array logical_not(const Array& a) { return unary(UnaryFn::Not, a); }
+// Every unary function by NumPy's name (ir/ufuncs.def): negative, absolute, sqrt, exp, expm1, log,
+// log1p, sin, cos, tan, tanh, arcsin, arccos, arctan, floor, ceil, round, sign, isnan, isfinite,
+// sigmoid, logical_not, invert; abs and bitwise_not are short names for absolute and invert.
 // Result dtypes as NumPy 2's: the float functions (sqrt ... arctan, sigmoid) give float32 for
 // float32 and float64 for everything else (NumPy: float16 for bool, which Kiln lacks);
 // floor/ceil/round/abs/sign keep the dtype (round of bool: float64); sign of bool is an error.
-#define KILN_DECLARE_UNARY(name, fn) \
-  inline Array name(const Array& a) { return unary(fn, a); }
-KILN_DECLARE_UNARY(abs, UnaryFn::Abs)
-KILN_DECLARE_UNARY(sqrt, UnaryFn::Sqrt)
-KILN_DECLARE_UNARY(exp, UnaryFn::Exp)
-KILN_DECLARE_UNARY(expm1, UnaryFn::Expm1)
-KILN_DECLARE_UNARY(log, UnaryFn::Log)
-KILN_DECLARE_UNARY(log1p, UnaryFn::Log1p)
-KILN_DECLARE_UNARY(sin, UnaryFn::Sin)
-KILN_DECLARE_UNARY(cos, UnaryFn::Cos)
-KILN_DECLARE_UNARY(tan, UnaryFn::Tan)
-KILN_DECLARE_UNARY(tanh, UnaryFn::Tanh)
-KILN_DECLARE_UNARY(arcsin, UnaryFn::Arcsin)
-KILN_DECLARE_UNARY(arccos, UnaryFn::Arccos)
-KILN_DECLARE_UNARY(arctan, UnaryFn::Arctan)
-KILN_DECLARE_UNARY(floor, UnaryFn::Floor)
-KILN_DECLARE_UNARY(ceil, UnaryFn::Ceil)
-KILN_DECLARE_UNARY(round, UnaryFn::Round)
-KILN_DECLARE_UNARY(sign, UnaryFn::Sign)
-KILN_DECLARE_UNARY(isnan, UnaryFn::IsNan)
-KILN_DECLARE_UNARY(isfinite, UnaryFn::IsFinite)
-KILN_DECLARE_UNARY(sigmoid, UnaryFn::Sigmoid)
-#undef KILN_DECLARE_UNARY
+#define KILN_UNARY(name, np, result) \
+  inline Array np(const Array& a) { return unary(UnaryFn::name, a); }
+#include "ir/ufuncs.def"
+#undef KILN_UNARY
+inline Array abs(const Array& a) { return unary(UnaryFn::Abs, a); }
+inline Array bitwise_not(const Array& a) { return unary(UnaryFn::Invert, a); }
 
 Array where(const Array& cond, const Array& a, const Array& b);
 Array where(const Array& cond, Scalar a, const Array& b);

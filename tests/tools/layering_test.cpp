@@ -1,10 +1,12 @@
 // The folders are layers (docs/ARCHITECTURE.md): a file includes headers of its own folder and of
 // the folders below it only; the runtime reaches backends only through codegen/backend.hpp; no
-// backend includes another.
+// backend includes another; and the public header does not pull in the graph's internals.
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <regex>
+#include <set>
 
 #include "oracle.hpp"
 
@@ -62,4 +64,21 @@ TEST(Layering, IncludesPointDownOnly) {
   }
   EXPECT_GT(files, 40);
   for (const auto& b : bad) ADD_FAILURE() << b;
+}
+TEST(Layering, ThePublicHeaderHidesTheGraphsInternals) {
+  // Every header kiln/kiln.hpp reaches through quoted includes.
+  fs::path root = kt::source_dir();
+  std::set<std::string> seen;
+  std::function<void(const std::string&)> walk = [&](const std::string& h) {
+    if (!seen.insert(h).second) return;
+    fs::path p = starts(h, "kiln/") ? root / "frontend" / h : root / h;
+    ASSERT_TRUE(fs::exists(p)) << h;
+    for (const std::string& inc : includes(p))
+      if (kLayer.count(top(inc))) walk(inc);
+  };
+  walk("kiln/kiln.hpp");
+  EXPECT_GT(seen.size(), 1u);
+  for (const char* internal :
+       {"ir/node.hpp", "ir/graph.hpp", "ir/fused.hpp", "runtime/plan.hpp", "codegen/kernel_ir.hpp"})
+    EXPECT_EQ(seen.count(internal), 0u) << "kiln/kiln.hpp reaches " << internal;
 }

@@ -1,6 +1,7 @@
 #include "codegen/kernel_ir.hpp"
 
 #include <cmath>
+#include <cstdio>
 #include <limits>
 #include <sstream>
 
@@ -11,7 +12,6 @@ namespace kiln::kir {
 std::string Kernel::str() const {
   std::ostringstream os;
   os << "kernel rank=" << rank << "\n";
-  static const char* rk[] = {"uniform", "normal", "integers"};
   for (size_t k = 0; k < leaves.size(); ++k) {
     const Leaf& l = leaves[k];
     os << "  leaf " << k << ": " << dtype_name(l.dtype) << " ";
@@ -20,7 +20,8 @@ std::string Kernel::str() const {
         os << "memory P[" << l.pointer << "]";
         break;
       case LeafKind::Random:
-        os << "random " << rk[int(l.random)] << " stream=" << l.stream << " seed=$" << l.seed_param;
+        os << "random " << random_name(l.random) << " stream=" << l.stream << " seed=$"
+           << l.seed_param;
         if (l.random == RandomKind::Integers) os << " [" << l.low << "," << l.high << ")";
         break;
       case LeafKind::Iota:
@@ -40,6 +41,15 @@ std::string Kernel::str() const {
         break;
       case VOp::Leaf:
         os << "leaf " << v.index;
+        break;
+      case VOp::Const:
+        if (is_float(v.type)) {
+          char buf[40];
+          std::snprintf(buf, sizeof buf, "%a", v.f);  // exact
+          os << "const " << buf;
+        } else {
+          os << "const " << v.i;
+        }
         break;
       case VOp::Unary:
         os << unary_name(UnaryFn(v.fn)) << " v" << v.a;

@@ -34,7 +34,7 @@ struct Leaf {
   int pointer = -1;     // Memory leaves: index into P
 };
 
-enum class VOp : uint8_t { Param, Leaf, Unary, Binary, Select, Cast };
+enum class VOp : uint8_t { Param, Leaf, Const, Unary, Binary, Select, Cast };
 
 struct Value {
   VOp op;
@@ -42,6 +42,8 @@ struct Value {
   int a = -1, b = -1, c = -1;  // operand values
   int index = -1;              // Param: parameter index; Leaf: leaf index
   uint8_t fn = 0;              // UnaryFn / BinaryFn
+  double f = 0;                // Const of a float type (exact in the type)
+  int64_t i = 0;               // Const of an integer type or bool (0 or 1)
 };
 
 struct Output {

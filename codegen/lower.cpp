@@ -2,6 +2,7 @@
 
 #include <unordered_map>
 
+#include "codegen/legalize.hpp"
 #include "ir/view.hpp"
 #include "support/error.hpp"
 
@@ -239,6 +240,10 @@ class Lowerer {
 
 }  // namespace
 
-LoweredGroup lower_group(const Group& g, const FusedGraph& f) { return Lowerer(g, f).run(); }
+LoweredGroup lower_group(const Group& g, const FusedGraph& f) {
+  LoweredGroup lg = Lowerer(g, f).run();
+  lg.kernel = kir::legalize(lg.kernel);
+  return lg;
+}
 
 }  // namespace kiln

@@ -47,7 +47,8 @@ void check_operand_types(BinaryFn f, DType a, DType b, DType ct) {
   if (is_bitwise(f) && is_float(ct))
     throw Error(op + ": only integer and bool operands are supported" + operands);
   bool shift = f == BinaryFn::LeftShift || f == BinaryFn::RightShift;
-  bool int8_in_numpy = shift || f == BinaryFn::FloorDiv || f == BinaryFn::Mod || f == BinaryFn::Pow;
+  bool int8_in_numpy = shift || f == BinaryFn::FloorDiv || f == BinaryFn::Mod ||
+                       f == BinaryFn::FMod || f == BinaryFn::Pow;
   if (int8_in_numpy && ct == DType::Bool)
     throw Error(op + ": bool operands are not supported" + operands +
                 " (NumPy gives int8, which Kiln lacks); use astype(int32) first");

@@ -655,6 +655,10 @@ class Printer {
         return params_[v.index];
       case kir::VOp::Leaf:
         return leaf(v.index);
+      case kir::VOp::Const:
+        if (is_float(v.type)) return fconst(v.type, v.f);
+        if (v.type == DType::Bool) return b_.getInt1(v.i != 0);
+        return llvm::ConstantInt::get(reg_type(v.type), static_cast<uint64_t>(v.i), true);
       case kir::VOp::Unary:
         return unary(UnaryFn(v.fn), vals_[v.a], k_.values[v.a].type, v.type);
       case kir::VOp::Binary:
@@ -831,39 +835,19 @@ class Printer {
         return fp ? call_intrinsic(I::ceil, x) : x;
       case UnaryFn::Round:
         return fp ? call_intrinsic(I::roundeven, x) : x;
-      case UnaryFn::Sign: {
-        if (in == DType::Bool) return x;
-        if (fp) {
-          Value* pos = b_.CreateFCmpOGT(x, fconst(in, 0));
-          Value* neg = b_.CreateFCmpOLT(x, fconst(in, 0));
-          // NumPy: sign(+-0) is +0 and sign(NaN) is NaN.
-          Value* zero_or_nan = b_.CreateSelect(b_.CreateFCmpUNO(x, x), x, fconst(in, 0));
-          return b_.CreateSelect(pos, fconst(in, 1),
-                                 b_.CreateSelect(neg, fconst(in, -1), zero_or_nan));
-        }
-        Value* zero = llvm::ConstantInt::get(x->getType(), 0);
-        return b_.CreateSub(b_.CreateZExt(b_.CreateICmpSGT(x, zero), x->getType()),
-                            b_.CreateZExt(b_.CreateICmpSLT(x, zero), x->getType()));
-      }
       case UnaryFn::IsNan:
         return fp ? b_.CreateFCmpUNO(x, x) : b_.getFalse();
+      case UnaryFn::Sign:  // rewritten into primitives by codegen/legalize.cpp
       case UnaryFn::IsFinite:
-        return fp ? b_.CreateFCmpOLT(call_intrinsic(I::fabs, x),
-                                     fconst(in, std::numeric_limits<double>::infinity()))
-                  : b_.getTrue();
-      case UnaryFn::Sigmoid: {
-        Value* e = math(vm::libm_name(vm::MathFn::Exp), {b_.CreateFNeg(x)});
-        return b_.CreateFDiv(fconst(in, 1), b_.CreateFAdd(fconst(in, 1), e));
-      }
+      case UnaryFn::Sigmoid:
       case UnaryFn::Not:
-        if (in == DType::Bool) return b_.CreateNot(x);
-        return fp ? b_.CreateFCmpOEQ(x, fconst(in, 0))
-                  : b_.CreateICmpEQ(x, llvm::ConstantInt::get(x->getType(), 0));
+        break;
       case UnaryFn::Invert:  // integers or bool (i1): flips every bit
         return b_.CreateNot(x);
     }
     (void)out;
-    return nullptr;
+    throw InternalError(std::string("codegen: ") + unary_name(f) +
+                        " reached the printer; codegen/legalize.cpp rewrites it into primitives");
   }
 
   Value* binary(BinaryFn f, Value* a, Value* b, DType t) {
@@ -878,8 +862,12 @@ class Printer {
         return fp ? b_.CreateFMul(a, b) : boolean ? b_.CreateAnd(a, b) : b_.CreateMul(a, b);
       case BinaryFn::Div:
         return b_.CreateFDiv(a, b);
-      case BinaryFn::Mod:
-        return fp ? fmod_py(a, b, t) : imod_py(a, b);
+      case BinaryFn::Mod:  // rewritten into primitives by codegen/legalize.cpp
+        break;
+      case BinaryFn::FMod:
+        return fp ? b_.CreateFRem(a, b) : ifmod(a, b);
+      case BinaryFn::CopySign:
+        return b_.CreateBinaryIntrinsic(llvm::Intrinsic::copysign, a, b);
       case BinaryFn::Pow:
         if (fp) return math(vm::libm_name(vm::MathFn::Pow), {a, b});
         return ipow(a, b);
@@ -907,10 +895,12 @@ class Printer {
       case BinaryFn::LeftShift:
       case BinaryFn::RightShift:
         return shift(f == BinaryFn::LeftShift, a, b);
-      case BinaryFn::FloorDiv:
-        return fp ? floordiv_float(a, b, t) : floordiv_int(a, b);
+      case BinaryFn::FloorDiv:  // floats: rewritten into primitives by codegen/legalize.cpp
+        if (!fp) return floordiv_int(a, b);
+        break;
     }
-    return nullptr;
+    throw InternalError(std::string("codegen: ") + binary_name(f) +
+                        " reached the printer; codegen/legalize.cpp rewrites it into primitives");
   }
 
   // NumPy's shifts: an amount outside [0, bits) gives 0 (left, and right of a non-negative
@@ -945,28 +935,6 @@ class Printer {
                            b_.CreateSelect(b_.CreateICmpEQ(b, minus_one), by_minus_one, q));
   }
 
-  // Float floor division exactly as NumPy's npy_floor_divide: a / b when b is 0; otherwise the
-  // quotient of a - fmod(a, b) (adjusted to Python's remainder sign), snapped to the nearest
-  // integer, and a signed zero (the sign of a / b) when it is zero.
-  Value* floordiv_float(Value* a, Value* b, DType t) {
-    namespace I = llvm::Intrinsic;
-    Value* zero = fconst(t, 0);
-    Value* one = fconst(t, 1);
-    Value* quotient = b_.CreateFDiv(a, b);
-    Value* mod = b_.CreateFRem(a, b);
-    Value* div = b_.CreateFDiv(b_.CreateFSub(a, mod), b);
-    Value* adjust =
-        b_.CreateAnd(b_.CreateFCmpUNE(mod, zero),
-                     b_.CreateXor(b_.CreateFCmpOLT(b, zero), b_.CreateFCmpOLT(mod, zero)));
-    div = b_.CreateSelect(adjust, b_.CreateFSub(div, one), div);
-    Value* fl = call_intrinsic(I::floor, div);
-    Value* up = b_.CreateFCmpOGT(b_.CreateFSub(div, fl), fconst(t, 0.5));
-    fl = b_.CreateSelect(up, b_.CreateFAdd(fl, one), fl);
-    Value* signed_zero = b_.CreateBinaryIntrinsic(I::copysign, zero, quotient);
-    Value* r = b_.CreateSelect(b_.CreateFCmpUNE(div, zero), fl, signed_zero);
-    return b_.CreateSelect(b_.CreateFCmpOEQ(b, zero), quotient, r);
-  }
-
   // Comparisons as data: ordered float predicates (NaN compares false) except !=, which is true
   // for NaN as in NumPy; bools compare unsigned (false < true), integers signed.
   Value* compare(BinaryFn f, Value* a, Value* b, DType t) {
@@ -989,31 +957,14 @@ class Printer {
     throw InternalError("codegen: not a comparison");
   }
 
-  // Python/NumPy remainder for floats: the result has the sign of the divisor, a zero remainder
-  // included (np.remainder(-5.0, 2.5) is +0.0, so 1 / it is +inf).
-  Value* fmod_py(Value* a, Value* b, DType t) {
-    Value* r = b_.CreateFRem(a, b);
-    Value* zero = fconst(t, 0);
-    Value* fix = b_.CreateAnd(b_.CreateFCmpONE(r, zero),
-                              b_.CreateXor(b_.CreateFCmpOLT(r, zero), b_.CreateFCmpOLT(b, zero)));
-    Value* fixed = b_.CreateSelect(fix, b_.CreateFAdd(r, b), r);
-    Value* signed_zero = b_.CreateBinaryIntrinsic(llvm::Intrinsic::copysign, zero, b);
-    return b_.CreateSelect(b_.CreateFCmpOEQ(r, zero), signed_zero, fixed);
-  }
-
-  // Integer remainder with the sign of the divisor; x % 0 is 0 (NumPy warns and returns 0).
-  Value* imod_py(Value* a, Value* b) {
+  // fmod of integers: C's truncated remainder, and 0 for the divisors 0 and -1 (srem is undefined
+  // there; replacing them with 1 keeps it defined).
+  Value* ifmod(Value* a, Value* b) {
     auto* t = a->getType();
     Value* zero = llvm::ConstantInt::get(t, 0);
-    Value* one = llvm::ConstantInt::get(t, 1);
-    // Divisors 0 and -1 always give 0; replacing them with 1 keeps srem defined.
     Value* bad = b_.CreateOr(b_.CreateICmpEQ(b, zero),
                              b_.CreateICmpEQ(b, llvm::ConstantInt::get(t, -1, true)));
-    Value* safe_b = b_.CreateSelect(bad, one, b);
-    Value* r = b_.CreateSRem(a, safe_b);
-    Value* fix =
-        b_.CreateAnd(b_.CreateICmpNE(r, zero), b_.CreateICmpSLT(b_.CreateXor(r, safe_b), zero));
-    r = b_.CreateSelect(fix, b_.CreateAdd(r, safe_b), r);
+    Value* r = b_.CreateSRem(a, b_.CreateSelect(bad, llvm::ConstantInt::get(t, 1), b));
     return b_.CreateSelect(bad, zero, r);
   }
 

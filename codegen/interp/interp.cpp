@@ -52,6 +52,11 @@ constexpr bool is_bool = std::is_same_v<T, uint8_t>;
                       dtype_name(t) + " operands (docs/KERNEL_IR.md)");
 }
 
+[[noreturn]] void legalized(const char* op) {
+  throw InternalError(std::string("interp: ") + op +
+                      " reached the interpreter; codegen/legalize.cpp rewrites it into primitives");
+}
+
 // Integer arithmetic modulo 2^bits (unsigned, no UB).
 template <class T>
 T wrap_add(T a, T b) {
@@ -95,36 +100,10 @@ To convert(From x) {
   }
 }
 
-// Python's remainder (Printer::fmod_py): the sign of the divisor, a zero remainder included.
+// fmod of integers (Printer::ifmod): C's truncated remainder; x fmod 0 and x fmod -1 are 0.
 template <class T>
-T fmod_py(T a, T b) {
-  T r = std::fmod(a, b);
-  bool fix = (r < 0 || r > 0) && ((r < 0) != (b < 0));
-  T fixed = fix ? r + b : r;
-  return r == 0 ? std::copysign(T(0), b) : fixed;
-}
-
-// Printer::imod_py: x % 0 and x % -1 are 0.
-template <class T>
-T imod_py(T a, T b) {
-  if (b == 0 || b == -1) return 0;
-  T r = a % b;
-  if (r != 0 && ((r ^ b) < 0)) r = wrap_add(r, b);
-  return r;
-}
-
-// NumPy's npy_floor_divide for floats (Printer::floordiv_float).
-template <class T>
-T floordiv_float(T a, T b) {
-  T quotient = a / b;
-  T mod = std::fmod(a, b);
-  T div = (a - mod) / b;
-  bool adjust = (mod != 0) && ((b < 0) != (mod < 0));
-  if (adjust) div = div - T(1);
-  T fl = std::floor(div);
-  if (div - fl > T(0.5)) fl = fl + T(1);
-  T r = div != 0 ? fl : std::copysign(T(0), quotient);
-  return b == 0 ? quotient : r;
+T ifmod(T a, T b) {
+  return (b == 0 || b == -1) ? T(0) : T(a % b);
 }
 
 // Printer::floordiv_int: x // 0 is 0, MIN // -1 wraps to MIN.
@@ -375,6 +354,17 @@ class Frame {
         return param(val, v, m);
       case kir::VOp::Leaf:
         return leaf(val, v, t0, m);
+      case kir::VOp::Const:
+        return with_ctype(val.type, [&](auto z) {
+          using T = decltype(z);
+          T x;
+          if constexpr (is_fp<T>)
+            x = static_cast<T>(val.f);
+          else
+            x = static_cast<T>(val.i);
+          T* y = tile<T>(v);
+          for (int64_t j = 0; j < m; ++j) y[j] = x;
+        });
       case kir::VOp::Unary:
         return unary(val, v, m);
       case kir::VOp::Binary:
@@ -499,15 +489,6 @@ class Frame {
           if constexpr (is_fp<T>)
             return vm::apply(vm::math_fn(f), p_.mode, x, nullptr, tile<T>(v), m);
           undefined(unary_name(f), in);
-        case UnaryFn::Sigmoid:  // 1 / (1 + exp(-x))
-          if constexpr (is_fp<T>) {
-            T* y = tile<T>(v);
-            for (int64_t j = 0; j < m; ++j) y[j] = -x[j];
-            vm::apply(vm::MathFn::Exp, p_.mode, y, nullptr, y, m);
-            for (int64_t j = 0; j < m; ++j) y[j] = T(1) / (T(1) + y[j]);
-            return;
-          }
-          undefined("sigmoid", in);
         case UnaryFn::Floor:  // integers and bools: themselves
           if constexpr (is_fp<T>) return map([](T a) { return T(std::floor(a)); });
           return map([](T a) { return a; });
@@ -518,22 +499,13 @@ class Frame {
           if constexpr (std::is_same_v<T, double>) return map([](T a) { return ::roundeven(a); });
           if constexpr (std::is_same_v<T, float>) return map([](T a) { return ::roundevenf(a); });
           return map([](T a) { return a; });
-        case UnaryFn::Sign:
-          if constexpr (is_fp<T>)  // sign(+-0) is +0, sign(NaN) is NaN
-            return map([](T a) { return a > 0 ? T(1) : a < 0 ? T(-1) : a != a ? a : T(0); });
-          if constexpr (is_bool<T>) return map([](T a) { return a; });
-          if constexpr (!is_fp<T> && !is_bool<T>)
-            return map([](T a) { return T((a > 0) - (a < 0)); });
-          break;
         case UnaryFn::IsNan:
           return map([](T a) { return uint8_t(a != a); });
+        case UnaryFn::Sign:  // rewritten into primitives by codegen/legalize.cpp
+        case UnaryFn::Sigmoid:
         case UnaryFn::IsFinite:
-          if constexpr (is_fp<T>)
-            return map(
-                [](T a) { return uint8_t(std::fabs(a) < std::numeric_limits<T>::infinity()); });
-          return map([](T) { return uint8_t(1); });
         case UnaryFn::Not:
-          return map([](T a) { return uint8_t(a == 0); });
+          legalized(unary_name(f));
         case UnaryFn::Invert:
           if constexpr (is_bool<T>) return map([](T a) { return T(!a); });
           if constexpr (!is_fp<T> && !is_bool<T>) return map([](T a) { return T(~a); });
@@ -575,9 +547,14 @@ class Frame {
           if constexpr (fp) return map([](T p, T q) { return T(p / q); });
           undefined("true_divide", t);
         case BinaryFn::Mod:
-          if constexpr (fp) return map([](T p, T q) { return fmod_py(p, q); });
-          if constexpr (integer) return map([](T p, T q) { return imod_py(p, q); });
-          undefined("remainder", t);
+          legalized("remainder");
+        case BinaryFn::FMod:
+          if constexpr (fp) return map([](T p, T q) { return T(std::fmod(p, q)); });
+          if constexpr (integer) return map([](T p, T q) { return ifmod(p, q); });
+          undefined("fmod", t);
+        case BinaryFn::CopySign:
+          if constexpr (fp) return map([](T p, T q) { return T(std::copysign(p, q)); });
+          undefined("copysign", t);
         case BinaryFn::Pow:
           if constexpr (fp) return vm::apply(vm::MathFn::Pow, p_.mode, a, b, tile<T>(v), m);
           if constexpr (integer)
@@ -617,9 +594,9 @@ class Frame {
             return map([left](T p, T q) { return shift(left, p, q); });
           }
           undefined(binary_name(f), t);
-        case BinaryFn::FloorDiv:
-          if constexpr (fp) return map([](T p, T q) { return floordiv_float(p, q); });
+        case BinaryFn::FloorDiv:  // floats: rewritten into primitives by legalize
           if constexpr (integer) return map([](T p, T q) { return floordiv_int(p, q); });
+          if constexpr (fp) legalized("floor_divide");
           undefined("floor_divide", t);
       }
       throw InternalError("interp: unknown binary op");

@@ -109,6 +109,32 @@ TEST(FloorDivide, FloatsMatchNumPyBitForBit) {
   for (size_t k = 0; k < got.size(); ++k) EXPECT_TRUE(same(got[k], want[k])) << k;
 }
 
+TEST(FMod, AndCopySignMatchNumPyBitForBit) {
+  // The primitives remainder and floor_divide are legalized into (codegen/legalize.cpp), public
+  // as NumPy's np.fmod and np.copysign.
+  const double inf = INFINITY, nan = NAN;
+  std::vector<double> av = {7, -7, 7, -7, 0.0, -0.0, 5, -5, inf, nan, 1, 1e308, 0.3, -2.5, 3};
+  std::vector<double> bv = {2, 2, -2, -2, 3, 3, 0, -0.0, 2, 1, inf, 1e-308, 0.1, -inf, -0.0};
+  NDArray a = kt::make_array(DType::Float64, {15}, av),
+          b = kt::make_array(DType::Float64, {15}, bv);
+  NDArray a32 = kt::make_array(DType::Float32, {15}, av),
+          b32 = kt::make_array(DType::Float32, {15}, bv);
+  NDArray i = ints<int64_t>(DType::Int64, {7, -7, 7, -7, 5, kMin, kMax, 0, -1, 3, -3, 9, 4, 6, 1});
+  NDArray j = ints<int32_t>(DType::Int32, {2, 2, -2, -2, 0, -1, 7, 5, 3, 0, -1, -4, 4, 1, -9});
+  auto want = kt::numpy({{"a", a}, {"b", b}, {"c", a32}, {"d", b32}, {"i", i}, {"j", j}},
+                        {"np.fmod(a, b)", "np.fmod(c, d)", "np.fmod(i, j)", "np.copysign(a, b)",
+                         "np.copysign(c, d)", "np.copysign(i, j)"});
+  Array x = lazy(a, {4}), y = lazy(b, {6}), xc = lazy(a32), yc = lazy(b32), xi = lazy(i),
+        yj = lazy(j, {5});
+  auto got = compute(
+      {fmod(x, y), fmod(xc, yc), fmod(xi, yj), copysign(x, y), copysign(xc, yc), copysign(xi, yj)});
+  for (size_t k = 0; k < got.size(); ++k) EXPECT_TRUE(same(got[k], want[k])) << k;
+  EXPECT_EQ(got[2].dtype(), DType::Int64);
+  EXPECT_EQ(got[5].dtype(), DType::Float64);
+  Array t = ones({2}, {}, DType::Bool);
+  EXPECT_THROW(fmod(t, t), Error);  // NumPy: int8, which Kiln lacks
+}
+
 TEST(Power, IntegersToNegativeIntegerPowersAreErrors) {
   // NumPy raises "Integers to negative integer powers are not allowed"; Kiln gave [0, 0, 0, 1].
   NDArray a = ints<int64_t>(DType::Int64, {2, 3, -2, 1});

@@ -34,6 +34,18 @@ enum class RandomKind : uint8_t {
 #undef KILN_RANDOM
 };
 
+// How many there are (for loops over every function).
+inline constexpr int kNumUnaryFns = 0
+#define KILN_UNARY(name, np, result) +1
+#include "ir/ufuncs.def"
+#undef KILN_UNARY
+    ;
+inline constexpr int kNumBinaryFns = 0
+#define KILN_BINARY(name, np, result) +1
+#include "ir/ufuncs.def"
+#undef KILN_BINARY
+    ;
+
 // The Result column of ufuncs.def.
 enum class UnaryResult : uint8_t { Same, Float, Math, Bool };
 enum class BinaryResult : uint8_t { Promoted, Float, Compare, Logical };

@@ -1,8 +1,6 @@
 // The backend registry: the one file that knows every backend.
 #include "codegen/backend.hpp"
 
-#include <mutex>
-
 #include "codegen/cpu/jit.hpp"
 #include "codegen/interp/interp.hpp"
 #include "support/error.hpp"

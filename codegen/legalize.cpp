@@ -71,7 +71,7 @@ class Legalizer {
   int rewrite(const Value& v) {
     Value w = v;
     for (int* op : {&w.a, &w.b, &w.c})
-      if (*op >= 0 && v.op != VOp::Param && v.op != VOp::Leaf) *op = map_[*op];
+      if (*op >= 0) *op = map_[*op];
     if (v.op == VOp::Unary) {
       DType t = out_.values[w.a].type;
       if (!is_primitive(UnaryFn(v.fn), t)) return unary_composite(UnaryFn(v.fn), t, w.a);

@@ -158,6 +158,8 @@ void check_isa(char isa) {
 
 namespace kiln::vm {
 
+const char* isa_name(char isa) { return isa == 'e' ? "AVX-512" : isa == 'd' ? "AVX2" : "SSE4"; }
+
 const char* libm_name(MathFn f) {
   switch (f) {
     case MathFn::Sin:

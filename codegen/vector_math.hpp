@@ -21,6 +21,9 @@ struct MathMode {
 enum class MathFn : uint8_t { Sin, Cos, Tan, Exp, Log, Expm1, Log1p, Tanh, Asin, Acos, Atan, Pow };
 inline constexpr int kNumMathFns = 12;
 
+// For people: "SSE4", "AVX2", "AVX-512" for the ISA letters 'b', 'd', 'e'.
+const char* isa_name(char isa);
+
 const char* libm_name(MathFn f);  // glibc's double-precision name: "sin", ..., "pow"
 inline int arity(MathFn f) { return f == MathFn::Pow ? 2 : 1; }
 // The function a transcendental UnaryFn evaluates (Sigmoid: Exp of -x); throws InternalError

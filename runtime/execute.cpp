@@ -16,33 +16,13 @@
 #include <type_traits>
 
 #include "codegen/reduce_rules.hpp"
+#include "ir/element.hpp"
 #include "runtime/memory.hpp"
 #include "support/error.hpp"
 
 namespace kiln {
 
 namespace {
-
-template <class F>
-void with_type(DType t, F&& f) {
-  switch (t) {
-    case DType::Bool:
-      f(uint8_t{});
-      break;
-    case DType::Int32:
-      f(int32_t{});
-      break;
-    case DType::Int64:
-      f(int64_t{});
-      break;
-    case DType::Float32:
-      f(float{});
-      break;
-    case DType::Float64:
-      f(double{});
-      break;
-  }
-}
 
 #if defined(__SANITIZE_THREAD__)
 constexpr bool kUseTbb = false;
@@ -349,7 +329,7 @@ class Run {
     const PlanReduce& r = p_.reduces[p_.partials[id].first];
     int64_t n = partial_elems(id);
     void* mem = host_alloc(partial_bytes(id));
-    with_type(r.acc, [&](auto z) {
+    with_element_type(r.acc, [&](auto z) {
       using T = decltype(z);
       std::fill_n(static_cast<T*>(mem), n, kir::reduce_identity<T>(r.fn, r.acc));
       if (is_arg(r.fn)) std::fill_n(arg_indices<T>(mem, n), n, int64_t{-1});
@@ -481,7 +461,7 @@ class Run {
     const PlanReduce& r = p_.reduces[task.reduce];
     int64_t n = partial_elems(task.partials_in[0]);
     auto bytes = static_cast<int64_t>(partial_bytes(task.partials_in[0]));
-    with_type(r.acc, [&](auto z) {
+    with_element_type(r.acc, [&](auto z) {
       using T = decltype(z);
       void* first = partial_[task.partials_in[0]];
       T* acc = static_cast<T*>(first);

@@ -95,10 +95,7 @@ class Jit {
   const std::string& target_id() const { return target_id_; }
   MathMode math_mode() const { return vector_math_; }
   std::string target_summary() const {
-    const char* isa = vector_math_.isa == 'e'   ? "AVX-512"
-                      : vector_math_.isa == 'd' ? "AVX2"
-                                                : "SSE4";
-    return std::string(tm_->getTargetCPU()) + ", vector math " + isa;
+    return std::string(tm_->getTargetCPU()) + ", vector math " + vm::isa_name(vector_math_.isa);
   }
 
  private:

@@ -14,6 +14,7 @@
 
 #include "codegen/kernel_support.hpp"
 #include "codegen/reduce_rules.hpp"
+#include "ir/element.hpp"
 #include "support/error.hpp"
 #include "support/philox.hpp"
 
@@ -24,23 +25,6 @@ namespace {
 constexpr int64_t kTile = 256;         // elements per op dispatch
 constexpr int64_t kStrip = 1024;       // strips of inner float sums (Printer::strip_loop)
 constexpr int64_t kRandomStrip = 256;  // ... in kernels with random leaves (tiled_inner_loop)
-
-// The C++ type of a dtype's elements, in tiles and in memory (bool: uint8_t 0 or 1).
-template <class F>
-void with_ctype(DType t, F&& f) {
-  switch (t) {
-    case DType::Bool:
-      return f(uint8_t{});
-    case DType::Int32:
-      return f(int32_t{});
-    case DType::Int64:
-      return f(int64_t{});
-    case DType::Float32:
-      return f(float{});
-    case DType::Float64:
-      return f(double{});
-  }
-}
 
 template <class T>
 constexpr bool is_fp = std::is_floating_point_v<T>;
@@ -228,15 +212,15 @@ class Frame {
   // One row of the innermost dim: n elements (rank 0: one element).
   void row(int64_t n) {
     size_t no = k_.outputs.size();
-    std::vector<RowAcc>&state = state_, &strip = strip_;
     for (size_t o = 0; o < no; ++o)
-      if (p_.inner_reduced[o]) state[o] = identity(o);
+      if (p_.inner_reduced[o]) state_[o] = identity(o);
     int64_t step = p_.strips ? p_.strip : std::max<int64_t>(n, 1);
+    // Without strips, the elements fold straight into the row's accumulators.
+    std::vector<RowAcc>& acc = p_.strips ? strip_ : state_;
     for (int64_t s0 = 0; s0 < n; s0 += step) {
-      std::vector<RowAcc>& acc = p_.strips ? strip : state;
       if (p_.strips)
         for (size_t o = 0; o < no; ++o)
-          if (p_.inner_reduced[o]) strip[o] = identity(o);
+          if (p_.inner_reduced[o]) strip_[o] = identity(o);
       int64_t end = std::min(n, s0 + step);
       for (int64_t t0 = s0; t0 < end; t0 += kTile) {
         int64_t m = std::min(kTile, end - t0);
@@ -245,16 +229,16 @@ class Frame {
       }
       if (p_.strips)
         for (size_t o = 0; o < no; ++o)
-          if (p_.inner_reduced[o]) fold_strip(o, state[o], strip[o]);
+          if (p_.inner_reduced[o]) fold_strip(o, state_[o], strip_[o]);
     }
     for (size_t o = 0; o < no; ++o)
-      if (p_.inner_reduced[o]) finish(o, state[o]);
+      if (p_.inner_reduced[o]) finish(o, state_[o]);
   }
 
   RowAcc identity(size_t o) const {
     RowAcc a;
     const kir::Output& out = k_.outputs[o];
-    with_ctype(out.type, [&](auto z) {
+    with_element_type(out.type, [&](auto z) {
       using T = decltype(z);
       a.value.set(kir::reduce_identity<T>(out.fn, out.type));
       a.comp.set(T(0));
@@ -267,9 +251,7 @@ class Frame {
   // Folds a tile's values into output o: a row accumulator, a partial in memory, or stores.
   void output(size_t o, int64_t t0, int64_t m, RowAcc& acc) {
     const kir::Output& out = k_.outputs[o];
-    if (k_.values[out.value].type != out.type)
-      throw InternalError("interp: an output's value type differs from its stored type");
-    with_ctype(out.type, [&](auto z) {
+    with_element_type(out.type, [&](auto z) {
       using T = decltype(z);
       const T* v = tile<T>(out.value);
       const int64_t* vi = is_arg(o) ? tile<int64_t>(out.index_value) : nullptr;
@@ -305,7 +287,7 @@ class Frame {
   // Printer::fold_strip: Neumaier's step for compensated sums, arg_fold or the fold otherwise.
   void fold_strip(size_t o, RowAcc& state, const RowAcc& strip) {
     const kir::Output& out = k_.outputs[o];
-    with_ctype(out.type, [&](auto z) {
+    with_element_type(out.type, [&](auto z) {
       using T = decltype(z);
       T s = state.value.get<T>(), x = strip.value.get<T>();
       if (is_arg(o)) {
@@ -327,7 +309,7 @@ class Frame {
   // Printer::set_strip_state + finish_inner_reductions: the row's result into the partial.
   void finish(size_t o, RowAcc& state) {
     const kir::Output& out = k_.outputs[o];
-    with_ctype(out.type, [&](auto z) {
+    with_element_type(out.type, [&](auto z) {
       using T = decltype(z);
       T s = state.value.get<T>();
       if constexpr (is_fp<T>)
@@ -355,22 +337,13 @@ class Frame {
       case kir::VOp::Leaf:
         return leaf(val, v, t0, m);
       case kir::VOp::Const:
-        return with_ctype(val.type, [&](auto z) {
-          using T = decltype(z);
-          T x;
-          if constexpr (is_fp<T>)
-            x = static_cast<T>(val.f);
-          else
-            x = static_cast<T>(val.i);
-          T* y = tile<T>(v);
-          for (int64_t j = 0; j < m; ++j) y[j] = x;
-        });
+        return splat(val.type, val.f, val.i, v, m);
       case kir::VOp::Unary:
         return unary(val, v, m);
       case kir::VOp::Binary:
         return binary(val, v, m);
       case kir::VOp::Select:
-        return with_ctype(val.type, [&](auto z) {
+        return with_element_type(val.type, [&](auto z) {
           using T = decltype(z);
           const uint8_t* c = tile<uint8_t>(val.a);
           const T *a = tile<T>(val.b), *b = tile<T>(val.c);
@@ -378,9 +351,9 @@ class Frame {
           for (int64_t j = 0; j < m; ++j) y[j] = c[j] ? a[j] : b[j];
         });
       case kir::VOp::Cast:
-        return with_ctype(k_.values[val.a].type, [&](auto zf) {
+        return with_element_type(k_.values[val.a].type, [&](auto zf) {
           using From = decltype(zf);
-          with_ctype(val.type, [&](auto zt) {
+          with_element_type(val.type, [&](auto zt) {
             using To = decltype(zt);
             const From* x = tile<From>(val.a);
             To* y = tile<To>(v);
@@ -391,10 +364,13 @@ class Frame {
   }
 
   void param(const kir::Value& val, int v, int64_t m) {
-    DType t = k_.params[val.index];
-    double f = F_[val.index];
-    int64_t i = I_[k_.param_base() + val.index];
-    with_ctype(t, [&](auto z) {
+    splat(k_.params[val.index], F_[val.index], I_[k_.param_base() + val.index], v, m);
+  }
+
+  // Value v is one scalar for every element: f for float types (rounded to float32 for it), i
+  // for the others (int32: its low 32 bits; bool: i != 0).
+  void splat(DType t, double f, int64_t i, int v, int64_t m) {
+    with_element_type(t, [&](auto z) {
       using T = decltype(z);
       T x;
       if constexpr (is_fp<T>)
@@ -402,7 +378,7 @@ class Frame {
       else if constexpr (is_bool<T>)
         x = i != 0;
       else
-        x = static_cast<T>(i);  // int32: the low 32 bits
+        x = static_cast<T>(i);
       T* y = tile<T>(v);
       for (int64_t j = 0; j < m; ++j) y[j] = x;
     });
@@ -414,7 +390,7 @@ class Frame {
     int64_t at = leaf_row_[l] + t0 * leaf_inner_[l], step = leaf_inner_[l];
     switch (lf.kind) {
       case kir::LeafKind::Memory:
-        return with_ctype(lf.dtype, [&](auto z) {
+        return with_element_type(lf.dtype, [&](auto z) {
           using T = decltype(z);
           const T* mem = static_cast<const T*>(P_[lf.pointer]);
           T* y = tile<T>(v);
@@ -452,7 +428,7 @@ class Frame {
   void unary(const kir::Value& val, int v, int64_t m) {
     auto f = static_cast<UnaryFn>(val.fn);
     DType in = k_.values[val.a].type;
-    with_ctype(in, [&](auto z) {
+    with_element_type(in, [&](auto z) {
       using T = decltype(z);
       const T* x = tile<T>(val.a);
       auto map = [&](auto fn) {
@@ -518,7 +494,7 @@ class Frame {
   void binary(const kir::Value& val, int v, int64_t m) {
     auto f = static_cast<BinaryFn>(val.fn);
     DType t = k_.values[val.a].type;
-    with_ctype(t, [&](auto z) {
+    with_element_type(t, [&](auto z) {
       using T = decltype(z);
       constexpr bool fp = is_fp<T>, boolean = is_bool<T>, integer = !fp && !boolean;
       const T *a = tile<T>(val.a), *b = tile<T>(val.b);
@@ -623,10 +599,11 @@ Program prepare(const kir::Kernel& k, const vm::MathMode& mode) {
   for (size_t v = 0; v < nv; ++v) {
     last[v] = v;
     for (int u : {k.values[v].a, k.values[v].b, k.values[v].c})
-      if (u >= 0 && k.values[v].op != kir::VOp::Param && k.values[v].op != kir::VOp::Leaf)
-        last[u] = v;
+      if (u >= 0) last[u] = v;
   }
   for (const auto& o : k.outputs) {
+    if (k.values[o.value].type != o.type)
+      throw InternalError("interp: an output's value type differs from its stored type");
     last[o.value] = nv;
     if (o.index_value >= 0) last[o.index_value] = nv;
   }
@@ -640,7 +617,6 @@ Program prepare(const kir::Kernel& k, const vm::MathMode& mode) {
       free_slots.pop_back();
     }
     const kir::Value& x = k.values[v];
-    if (x.op == kir::VOp::Param || x.op == kir::VOp::Leaf) continue;
     int ops[3] = {x.a, x.b, x.c};
     for (int q = 0; q < 3; ++q) {
       int u = ops[q];
@@ -708,8 +684,7 @@ class InterpBackend final : public backend::Backend {
   std::string target() const override {
     vm::MathMode m = math_mode_();
     if (m.precise) return "interpreter, scalar math (glibc)";
-    const char* isa = m.isa == 'e' ? "AVX-512" : m.isa == 'd' ? "AVX2" : "SSE4";
-    return std::string("interpreter, vector math ") + isa;
+    return std::string("interpreter, vector math ") + vm::isa_name(m.isa);
   }
 
  private:

@@ -31,6 +31,7 @@ void write_dot(std::ostream& os, const FusedGraph& f) {
         stack.pop_back();
         if (n != o.value.get() && f.producer.count(n)) continue;
         if (!kernel.emplace(n, static_cast<int>(gi)).second) continue;
+        if (f.groups[gi].library) continue;  // its operands are read in place, not computed
         for (const auto& in : n->inputs) stack.push_back(in.get());
       }
     }
@@ -43,10 +44,16 @@ void write_dot(std::ostream& os, const FusedGraph& f) {
     auto k = kernel.find(n);
     std::string label = node_label(*n);
     std::string r = reason.count(n) ? "\\n[" + reason.at(n) + "]" : "";
+    bool library = k != kernel.end() && f.groups[k->second].library && n->op == Op::MatMul;
+    std::string where = k == kernel.end() ? ""
+                        : library ? "\\nlibrary call " + std::to_string(k->second) + " (BLAS gemm)"
+                                  : "\\nkernel " + std::to_string(k->second);
     std::string quoted;
-    for (char c : label + (k != kernel.end() ? "\\nkernel " + std::to_string(k->second) : "") + r)
-      quoted += c == '"' ? std::string("\\\"") : std::string(1, c);
-    out << "[label=\"" << quoted << "\", shape=" << (reason.count(n) ? "box" : "ellipse")
+    for (char c : label + where + r) quoted += c == '"' ? std::string("\\\"") : std::string(1, c);
+    out << "[label=\"" << quoted << "\", shape="
+        << (library           ? "component"
+            : reason.count(n) ? "box"
+                              : "ellipse")
         << ", style=filled, fillcolor=\"" << (k != kernel.end() ? colors[k->second % 8] : "#ffffff")
         << "\"]";
   };

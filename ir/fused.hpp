@@ -17,6 +17,9 @@ struct GroupOutput {
 
 struct Group {
   std::vector<GroupOutput> outputs;
+  // A library call (MatMul): one output, computed by BLAS calls per block instead of a kernel.
+  // Its operands are materialized arrays or Buffer leaves, read in place through their views.
+  bool library = false;
   Shape domain;
   Chunks chunks;
   std::vector<int> deps;  // groups whose materialized nodes this group reads

@@ -93,6 +93,7 @@ std::string node_label(const Node& n) {
       break;
     }
     case Op::Where:  // no attributes worth showing
+    case Op::MatMul:
     case Op::Cast:
     case Op::Broadcast:
     case Op::Reshape:

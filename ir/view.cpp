@@ -1,5 +1,7 @@
 #include "ir/view.hpp"
 
+#include <algorithm>
+
 #include "support/error.hpp"
 
 namespace kiln {
@@ -95,9 +97,63 @@ std::optional<AffineMap> compose_view(const Node& v, const AffineMap& in) {
     case Op::Cast:
     case Op::Reduce:
     case Op::Concat:
+    case Op::MatMul:
       break;
   }
   throw InternalError(std::string("compose_view on non-view op ") + op_name(v.op));
+}
+
+}  // namespace kiln
+
+namespace kiln {
+
+std::optional<ViewBase> resolve_view_base(const Node& n,
+                                          const std::function<bool(const Node*)>& materialized) {
+  std::vector<const Node*> chain;
+  const Node* base = &n;
+  while (is_view(base->op) && !materialized(base)) {
+    chain.push_back(base);
+    base = base->in(0).get();
+  }
+  ViewBase vb;
+  vb.base = base;
+  vb.materialized = materialized(base);
+  if (vb.materialized)
+    vb.map = AffineMap{0, c_strides(base->shape)};
+  else if (is_strided_leaf(base->op))
+    vb.map = AffineMap{base->attrs.offset, base->attrs.strides};
+  else
+    return std::nullopt;
+  for (size_t k = chain.size(); k-- > 0;) {
+    auto next = compose_view(*chain[k], vb.map);
+    if (!next) return std::nullopt;
+    vb.map = *next;
+  }
+  return vb;
+}
+
+std::optional<MatrixLayout> matrix_layout(int64_t rows, int64_t cols, const AffineMap& m) {
+  if (m.strides.size() != 2 || m.offset < 0) return std::nullopt;
+  MatrixLayout l;
+  l.offset = m.offset;
+  l.row_stride = m.strides[0];
+  l.col_stride = m.strides[1];
+  // A dim of extent 1 is never stepped along: any stride serves, so it takes the ideal one.
+  int64_t rs = rows == 1 ? std::max<int64_t>(cols, 1) : l.row_stride;
+  int64_t cs = cols == 1 ? 1 : l.col_stride;
+  if (cs == 1 && rs >= std::max<int64_t>(cols, 1)) {
+    l.ld = rs;
+    return l;
+  }
+  // Column-major: the transposed (cols x rows) matrix is row-major.
+  rs = rows == 1 ? 1 : l.row_stride;
+  cs = cols == 1 ? std::max<int64_t>(rows, 1) : l.col_stride;
+  if (rs == 1 && cs >= std::max<int64_t>(rows, 1)) {
+    l.transposed = true;
+    l.ld = cs;
+    return l;
+  }
+  return std::nullopt;
 }
 
 }  // namespace kiln

@@ -21,6 +21,7 @@ std::string materialize_reason(const Node& n, bool enabled, bool is_output) {
   std::string out = is_output ? ", output needed" : "";
   if (n.op == Op::Reduce) return "reduction across blocks" + out;
   if (n.op == Op::Concat) return "concatenate writes its pieces in place" + out;
+  if (n.op == Op::MatMul) return "library call (GEMM)" + out;
   if (is_output) return "output needed";
   if (!enabled && !is_scalar_like(n) && op_category(n.op) != OpCategory::Leaf)
     return "fusion disabled (--no-fuse)";
@@ -88,6 +89,20 @@ void compute_deps(FusedGraph* f) {
   }
 }
 
+// A library call reads its operands in place, through their views, where BLAS can: a Buffer
+// leaf or a materialized array whose map is row- or column-major (X.T @ r reads X with the
+// transpose flag). Any other operand (computed, broadcast, strided both ways) is materialized.
+void mark_library_operands(const Node& call, std::unordered_map<const Node*, std::string>* reason) {
+  for (const auto& in : call.inputs) {
+    auto vb = resolve_view_base(*in, [&](const Node* x) { return reason->count(x) > 0; });
+    bool in_place = vb && (vb->materialized || vb->base->op == Op::Buffer) &&
+                    matrix_layout(in->shape[0], in->shape[1], vb->map);
+    if (!in_place && !reason->count(in.get()))
+      (*reason)[in.get()] = std::string("operand of a library call (") + op_name(call.op) +
+                            ") in a layout BLAS cannot read";
+  }
+}
+
 // fuse's steps, in order: find_boundaries (which nodes must exist in memory, and why),
 // make_groups (one group per boundary), merge_siblings (independent groups over one domain share
 // a kernel), sort_groups (topological order again). compute_deps follows each that moves groups.
@@ -141,6 +156,7 @@ std::unordered_map<const Node*, std::string> find_boundaries(const Graph& g,
       }
       if (!composes) reason[in] = "reshape of a non-contiguous view needs a copy";
     }
+    if (n->op == Op::MatMul) mark_library_operands(*n, &reason);
   }
   return reason;
 }
@@ -180,6 +196,7 @@ void make_groups(const Graph& g, const std::vector<const Node*>& order,
       gr.outputs.push_back({self, self, false, 0});
       gr.domain = n->shape;
       gr.chunks = n->chunks;
+      gr.library = n->op == Op::MatMul;
       f->groups.push_back(std::move(gr));
     }
   }
@@ -204,6 +221,7 @@ void merge_siblings(FusedGraph* f) {
       const Group& ga = f->groups[a];
       const Group& gb = f->groups[b];
       if (ga.domain != gb.domain || ga.chunks != gb.chunks) continue;
+      if (ga.library || gb.library) continue;  // a library call is not a kernel
       // Independent both ways. reach[.][a] and reach[a][.] stand for everything merged into a
       // (kept up to date below), so merging can never close a cycle between kernels.
       if (reach[b][a] || reach[a][b]) continue;
@@ -288,8 +306,8 @@ std::string fusion_summary(const FusedGraph& f, size_t nodes_before) {
     const Group& g = f.groups[k];
     int64_t blocks = 1;
     for (const auto& c : g.chunks) blocks *= static_cast<int64_t>(c.size());
-    os << "  kernel " << k << ": domain " << shape_str(g.domain) << " in " << blocks
-       << " blocks, outputs:";
+    os << (g.library ? "  library call " : "  kernel ") << k << ": domain " << shape_str(g.domain)
+       << " in " << blocks << " blocks, outputs:";
     for (const auto& o : g.outputs)
       os << " " << (o.reduce ? "reduce->" : "store->") << node_label(*o.target);
     if (!g.deps.empty()) {

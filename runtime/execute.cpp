@@ -15,6 +15,7 @@
 #include <thread>
 #include <type_traits>
 
+#include "codegen/library.hpp"
 #include "codegen/reduce_rules.hpp"
 #include "ir/element.hpp"
 #include "runtime/memory.hpp"
@@ -120,7 +121,8 @@ class Run {
         block_readers_(new std::atomic<int>[p.blocked_blocks]),
         waits_(new std::atomic<int>[p.tasks.size()]),
         ready_(p.tasks, p.streams),
-        partial_(p.partials.size(), nullptr) {
+        partial_(p.partials.size(), nullptr),
+        library_partial_(static_cast<size_t>(p.library_partials), nullptr) {
     for (size_t a = 0; a < p.arrays.size(); ++a) {
       readers_[a] = p.arrays[a].readers;
       for (size_t b = 0; b < p.arrays[a].block_readers.size(); ++b)
@@ -132,6 +134,11 @@ class Run {
   ~Run() {
     for (size_t k = 0; k < partial_.size(); ++k)
       if (partial_[k]) host_free(partial_[k], partial_bytes(static_cast<int>(k)));
+    for (size_t k = 0; p_.library_partials > 0 && k < p_.tasks.size(); ++k) {  // failed runs
+      const PlanTask& t = p_.tasks[k];
+      if (t.kind == TaskKind::Library && t.partial_out >= 0 && library_partial_[t.partial_out])
+        host_free(library_partial_[t.partial_out], library_partial_bytes(t));
+    }
   }
 
   void run(int threads) {
@@ -255,18 +262,38 @@ class Run {
     if (failed_.load(std::memory_order_relaxed)) return;
     try {
       const PlanTask& task = p_.tasks[t];
-      if (task.kind != TaskKind::Kernel && task.kind != TaskKind::Combine) return;
       double start = trace_ ? trace_->now_us() : 0;
-      int64_t bytes = task.kind == TaskKind::Kernel ? run_kernel(task) : run_combine(task);
+      int64_t bytes = 0;
+      const char* cat = "";
+      switch (task.kind) {
+        case TaskKind::Start:
+        case TaskKind::End:
+          return;
+        case TaskKind::Kernel:
+          bytes = run_kernel(task);
+          cat = "kernel";
+          break;
+        case TaskKind::Combine:
+          bytes = run_combine(task);
+          cat = "combine";
+          break;
+        case TaskKind::Library:
+          bytes = run_library(task);
+          cat = "library";
+          break;
+        case TaskKind::LibrarySum:
+          bytes = run_library_sum(task);
+          cat = "library-sum";
+          break;
+      }
       tasks_run_.fetch_add(1, std::memory_order_relaxed);
       progress_->step();
       if (trace_) {
         TraceEvent e;
-        bool k = task.kind == TaskKind::Kernel;
-        e.name = (k ? "kernel " : "combine ") + std::to_string(task.group);
-        e.cat = k ? "kernel" : "combine";
+        e.name = std::string(cat) + " " + std::to_string(task.group);
+        e.cat = cat;
         e.worker = worker_index();
-        e.block = k ? task.block : task.final_block;
+        e.block = task.kind == TaskKind::Combine ? task.final_block : task.block;
         e.start_us = start;
         e.dur_us = trace_->now_us() - start;
         e.bytes = bytes;
@@ -450,6 +477,62 @@ class Run {
     return bytes;
   }
 
+  // One BLAS call of a library task: its result block's rows and columns, its contraction split,
+  // into the result (split 0) or a partial. Returns the bytes it wrote.
+  int64_t run_library(const PlanTask& task) {
+    const PlanGroup& g = p_.groups[task.group];
+    const PlanLibrary& l = p_.libraries[g.library];
+    int64_t lo[2], ext[2];
+    p_.block_box(g, task.block, lo, ext);
+    int64_t k0 = l.k_starts[task.split], kn = l.k_starts[task.split + 1] - k0;
+    const size_t es = dtype_size(l.dtype);
+    auto at = [&](const LibraryOperand& op, int64_t row, int64_t col) {
+      const char* base =
+          static_cast<const char*>(op.array >= 0 ? data_[op.array].get() : params_[op.slot].ptr);
+      const MatrixLayout& m = op.layout;
+      return base ? base + (m.offset + row * m.row_stride + col * m.col_stride) * es : nullptr;
+    };
+    void* c;
+    int64_t ldc;
+    if (task.partial_out < 0) {
+      ensure_array(l.out);
+      c = static_cast<char*>(data_[l.out].get()) + (lo[0] * l.n + lo[1]) * es;
+      ldc = l.n;
+    } else {
+      c = host_alloc(static_cast<size_t>(ext[0] * ext[1]) * es);
+      library_partial_[task.partial_out] = c;
+      ldc = ext[1];
+    }
+    library::gemm(l.dtype, l.a.layout.transposed, l.b.layout.transposed, ext[0], ext[1], kn,
+                  at(l.a, lo[0], k0), l.a.layout.ld, at(l.b, k0, lo[1]), l.b.layout.ld, c, ldc);
+    for (const LibraryOperand* op : {&l.a, &l.b})
+      if (op->array >= 0) release_reader(op->array);
+    return ext[0] * ext[1] * static_cast<int64_t>(es);
+  }
+
+  // Adds a result block's partials (splits 1, 2, ...) to it, in split order; frees them.
+  int64_t run_library_sum(const PlanTask& task) {
+    const PlanGroup& g = p_.groups[task.group];
+    const PlanLibrary& l = p_.libraries[g.library];
+    int64_t lo[2], ext[2];
+    p_.block_box(g, task.block, lo, ext);
+    const size_t es = dtype_size(l.dtype);
+    void* c = static_cast<char*>(data_[l.out].get()) + (lo[0] * l.n + lo[1]) * es;
+    for (int id : task.partials_in) {
+      library::add_into(l.dtype, ext[0], ext[1], c, l.n, library_partial_[id]);
+      host_free(library_partial_[id], library_partial_bytes(task));
+      library_partial_[id] = nullptr;
+    }
+    return ext[0] * ext[1] * static_cast<int64_t>(es);
+  }
+
+  size_t library_partial_bytes(const PlanTask& task) const {
+    const PlanGroup& g = p_.groups[task.group];
+    int64_t lo[2], ext[2];
+    p_.block_box(g, task.block, lo, ext);
+    return static_cast<size_t>(ext[0] * ext[1]) * dtype_size(p_.libraries[g.library].dtype);
+  }
+
   static int reduce_index(const PlanGroup& g, size_t o) {
     int k = 0;
     for (size_t q = 0; q < o; ++q) k += g.lowered.kernel.outputs[q].reduce ? 1 : 0;
@@ -564,6 +647,7 @@ class Run {
   std::mutex ready_mu_;  // guards ready_ when several threads run
   ReadySet ready_;
   std::vector<void*> partial_;
+  std::vector<void*> library_partial_;  // Library tasks' partials, until their LibrarySum
   std::atomic<bool> failed_{false};
   std::atomic<int64_t> tasks_run_{0};
   std::mutex error_mu_;

@@ -7,8 +7,10 @@
 #include <map>
 #include <optional>
 #include <ostream>
+#include <thread>
 #include <unordered_map>
 
+#include "codegen/library.hpp"
 #include "ir/graph.hpp"
 #include "support/error.hpp"
 #include "support/flags.hpp"
@@ -102,6 +104,7 @@ void plan_blocked_arrays(Plan& p) {
   std::vector<int> writer(p.arrays.size(), -1), writes(p.arrays.size(), 0);
   for (size_t gi = 0; gi < p.groups.size(); ++gi) {
     const PlanGroup& g = p.groups[gi];
+    if (g.library >= 0) continue;  // its result is one buffer (below)
     for (size_t o = 0; o < g.output_arrays.size(); ++o) {
       if (g.lowered.kernel.outputs[o].reduce) continue;
       int a = g.output_arrays[o];
@@ -112,12 +115,20 @@ void plan_blocked_arrays(Plan& p) {
     }
   }
   for (const PlanReduce& r : p.reduces) ++writes[r.array];
-  std::vector<bool> reduced(p.arrays.size(), false);
+  std::vector<bool> reduced(p.arrays.size(), false), library_out(p.arrays.size(), false),
+      library_in(p.arrays.size(), false);
   for (const PlanReduce& r : p.reduces) reduced[r.array] = true;
+  for (const PlanLibrary& l : p.libraries) {
+    library_out[l.out] = true;
+    for (const LibraryOperand* op : {&l.a, &l.b})
+      if (op->array >= 0) library_in[op->array] = true;
+  }
   for (size_t a = 0; a < p.arrays.size(); ++a) {
     PlanArray& arr = p.arrays[a];
     arr.whole_because = arr.output >= 0                   ? "an output"
                         : reduced[a]                      ? "a reduction's result"
+                        : library_out[a]                  ? "a library call's result"
+                        : library_in[a]                   ? "read in place by a library call"
                         : arr.node->op == Op::Concat      ? "written in parts (concatenate)"
                         : writes[a] != 1 || writer[a] < 0 ? "written in parts"
                         : num_elements(arr.shape) == 0    ? "empty"
@@ -189,6 +200,19 @@ std::string storage_summary(const Plan& p) {
          (a.blocked ? "per block, each freed at its last reader"
                     : "one buffer (" + a.whole_because + ")") +
          "\n";
+  for (size_t k = 0; k < p.libraries.size(); ++k) {
+    const PlanLibrary& l = p.libraries[k];
+    const PlanGroup& g = p.groups[l.group];
+    s += "library call " + std::to_string(l.group) + ": " + node_label(*p.arrays[l.out].node) +
+         " = A " + shape_str({l.m, l.k}) + " @ B " + shape_str({l.k, l.n}) + ", " + l.routine +
+         " per block (" + std::to_string(g.blocks) + " blocks x " +
+         std::to_string(l.k_starts.size() - 1) + " contraction splits" +
+         (l.k_starts.size() > 2 ? ", partials added in split order" : "") + ")\n";
+    for (const LibraryOperand* op : {&l.a, &l.b})
+      s += std::string("  ") + (op == &l.a ? "A" : "B") + ": " + op->from + ", read in place" +
+           (op->layout.transposed ? " with the transpose flag" : "") + " (ld " +
+           std::to_string(op->layout.ld) + ")\n";
+  }
   return s;
 }
 
@@ -251,15 +275,24 @@ class PlanBuilder {
     for (size_t gi = 0; gi < f_.groups.size(); ++gi) {
       const Group& grp = f_.groups[gi];
       PlanGroup g;
-      g.lowered = lower_group(grp, f_);
       g.domain = grp.domain;
       g.chunks = grp.chunks;
-      g.blocks = grid_blocks(grp.chunks);
-      for (const auto& c : grp.chunks) {
+      if (grp.library) {
+        g.library = static_cast<int>(p_.libraries.size());
+        g.chunks = library_chunks(grp);
+        p_.libraries.push_back(make_library(grp, static_cast<int>(gi)));
+      }
+      g.blocks = grid_blocks(g.chunks);
+      for (const auto& c : g.chunks) {
         std::vector<int64_t> s{0};
         for (size_t k = 0; k + 1 < c.size(); ++k) s.push_back(s.back() + c[k]);
         g.starts.push_back(std::move(s));
       }
+      if (grp.library) {
+        p_.groups.push_back(std::move(g));
+        continue;
+      }
+      g.lowered = lower_group(grp, f_);
       g.compile_start_s = since();
       if (dump_ || flags().debug >= 3) {
         backend::KernelDumps dumps;
@@ -333,6 +366,7 @@ class PlanBuilder {
   }
   bool writes(int gi, int a) const {  // group gi stores or reduces into array a
     const PlanGroup& g = p_.groups[gi];
+    if (g.library >= 0) return p_.libraries[g.library].out == a;
     for (size_t o = 0; o < g.output_arrays.size(); ++o) {
       bool reduce = g.lowered.kernel.outputs[o].reduce;
       if ((reduce ? p_.reduces[g.output_arrays[o]].array : g.output_arrays[o]) == a) return true;
@@ -352,6 +386,10 @@ class PlanBuilder {
       PlanTask st{TaskKind::Start};
       st.group = static_cast<int>(gi);
       int start = add_task(st);
+      if (g.library >= 0) {
+        library_tasks(static_cast<int>(gi), start);
+        continue;
+      }
       for (int d : f_.groups[gi].deps) {
         int blocked = 0, whole = 0;
         for (int a : g.leaf_arrays)
@@ -390,6 +428,124 @@ class PlanBuilder {
         combine_trees(static_cast<int>(gi), static_cast<int>(k), reduce_ids[k], end);
       end_of_[gi] = end;
     }
+  }
+
+  // A library call's group: Start (after the groups it reads) -> per result block, a Library task
+  // per contraction split (-> a LibrarySum when there are several) -> End.
+  void library_tasks(int gi, int start) {
+    PlanGroup& g = p_.groups[gi];
+    PlanLibrary& lib = p_.libraries[g.library];
+    for (int d : f_.groups[gi].deps) edge(end_of_[d], start);
+    int splits = static_cast<int>(lib.k_starts.size()) - 1;
+    for (const LibraryOperand* op : {&lib.a, &lib.b})
+      if (op->array >= 0) p_.arrays[op->array].readers += static_cast<int>(g.blocks) * splits;
+    PlanTask et{TaskKind::End};
+    et.group = gi;
+    std::vector<int> last;
+    for (int64_t b = 0; b < g.blocks; ++b) {
+      PlanTask sum{TaskKind::LibrarySum};
+      sum.group = gi;
+      sum.block = b;
+      std::vector<int> calls;
+      for (int q = 0; q < splits; ++q) {
+        PlanTask lt{TaskKind::Library};
+        lt.group = gi;
+        lt.block = b;
+        lt.split = q;
+        if (q > 0) {
+          lt.partial_out = static_cast<int>(p_.library_partials++);
+          sum.partials_in.push_back(lt.partial_out);
+        }
+        int t = add_task(lt);
+        edge(start, t);
+        calls.push_back(t);
+      }
+      p_.work_tasks += splits;
+      if (splits > 1) {
+        int s = add_task(sum);
+        for (int t : calls) edge(t, s);
+        last.push_back(s);
+        ++p_.work_tasks;
+      } else {
+        last.insert(last.end(), calls.begin(), calls.end());
+      }
+    }
+    int end = add_task(et);
+    for (int t : last) edge(t, end);
+    end_of_[gi] = end;
+  }
+
+  // The result's block grid: the operands' row and column chunks, rows split further into panels
+  // when a product has fewer calls than the machine has cores and enough work to share (library
+  // calls run single-threaded BLAS; codegen/library.hpp). Splitting rows changes no value.
+  Chunks library_chunks(const Group& grp) const {
+    const Node& mm = *grp.outputs[0].target;
+    Chunks c = mm.chunks;
+    int64_t k = mm.in(0)->shape[1];
+    int64_t calls = grid_blocks(c) * static_cast<int64_t>(contraction_splits(mm).size() - 1);
+    auto cores = static_cast<int64_t>(std::max(1u, std::thread::hardware_concurrency()));
+    constexpr double kMinPanelFlops = 1 << 24;
+    if (calls >= cores || grid_blocks(c) == 0) return c;
+    std::vector<int64_t> rows;
+    for (int64_t r : c[0]) {
+      double flops =
+          2.0 * static_cast<double>(r) * static_cast<double>(mm.shape[1]) * static_cast<double>(k);
+      int64_t panels = std::min<int64_t>(
+          {(cores + calls - 1) / calls, r, static_cast<int64_t>(flops / kMinPanelFlops)});
+      panels = std::max<int64_t>(panels, 1);
+      for (int64_t q = 0; q < panels; ++q) rows.push_back(r / panels + (q < r % panels ? 1 : 0));
+    }
+    c[0] = rows;
+    return c;
+  }
+
+  // Contraction splits: the union of A's column and B's row chunk boundaries (both operands are
+  // read in place, so chunks that do not align need no rechunk: the finer grid serves both).
+  static std::vector<int64_t> contraction_splits(const Node& mm) {
+    std::vector<int64_t> starts{0};
+    for (const auto* c : {&mm.in(0)->chunks[1], &mm.in(1)->chunks[0]}) {
+      int64_t at = 0;
+      for (int64_t e : *c) starts.push_back(at += e);
+    }
+    std::sort(starts.begin(), starts.end());
+    starts.erase(std::unique(starts.begin(), starts.end()), starts.end());
+    if (starts.size() == 1) starts.push_back(0);  // k == 0: one call that zero-fills
+    return starts;
+  }
+
+  // The operand `in` of a library call, read in place (fuse made sure its layout allows it).
+  LibraryOperand library_operand(const NodeRef& in) const {
+    auto vb = resolve_view_base(*in, [&](const Node* x) { return f_.producer.count(x) > 0; });
+    auto layout = vb ? matrix_layout(in->shape[0], in->shape[1], vb->map) : std::nullopt;
+    if (!layout) throw InternalError("plan: a library operand BLAS cannot read in place");
+    LibraryOperand op;
+    op.layout = *layout;
+    if (vb->materialized) {
+      op.array = array_of_.at(vb->base);
+      op.from = "array " + node_label(*vb->base);
+    } else {
+      op.slot = vb->base->attrs.slot;
+      op.from = "buffer " + node_label(*vb->base);
+    }
+    return op;
+  }
+
+  PlanLibrary make_library(const Group& grp, int gi) const {
+    const Node& mm = *grp.outputs[0].target;
+    PlanLibrary l;
+    l.group = gi;
+    l.dtype = mm.dtype;
+    l.m = mm.shape[0];
+    l.n = mm.shape[1];
+    l.k = mm.in(0)->shape[1];
+    l.a = library_operand(mm.in(0));
+    l.b = library_operand(mm.in(1));
+    l.out = array_of_.at(&mm);
+    l.k_starts = contraction_splits(mm);
+    int64_t rows = mm.chunks[0].empty() ? 0 : mm.chunks[0][0];
+    int64_t cols = mm.chunks[1].empty() ? 0 : mm.chunks[1][0];
+    l.routine = library::routine_name(l.dtype, rows, cols);
+    return l;
   }
 
   // One fixed tree per result block of reduction `red` (the k-th of group gi): the blocks'
@@ -454,8 +610,10 @@ class PlanBuilder {
           task.order = -1;
           break;
         case TaskKind::Kernel:
+        case TaskKind::Library:
           task.order = task.block * groups + task.group;
           break;
+        case TaskKind::LibrarySum:
         case TaskKind::Combine:
         case TaskKind::End:
           task.order = after[t];

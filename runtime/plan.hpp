@@ -10,6 +10,7 @@
 #include "codegen/backend.hpp"
 #include "codegen/lower.hpp"
 #include "ir/fused.hpp"
+#include "ir/view.hpp"
 
 namespace kiln {
 
@@ -50,7 +51,31 @@ struct PlanReduce {  // one reduction output of a group
   std::vector<int64_t> out_strides;  // per domain dim: stride in the result (0 if reduced)
 };
 
+// An operand a library call reads in place: a materialized array or a Buffer leaf's memory, under
+// a row- or column-major layout (a transposed operand is read with BLAS's transpose flag).
+struct LibraryOperand {
+  int array = -1;  // PlanArray, or -1: the Buffer leaf whose pointer is in template slot `slot`
+  int slot = -1;
+  MatrixLayout layout;
+  std::string from;  // for --emit-ir: what it reads
+};
+
+// A library call (MatMul, C = A @ B): result block (i, j) is the sum over the contraction splits
+// q of A[rows of i, split q] @ B[split q, cols of j], one BLAS call each (a Library task). Split 0
+// writes the result block; the others write partials that a LibrarySum task adds to it in split
+// order, so the result is the same for any thread count.
+struct PlanLibrary {
+  int group = 0;
+  DType dtype = DType::Float64;
+  int64_t m = 0, n = 0, k = 0;
+  LibraryOperand a, b;
+  int out = 0;                    // PlanArray of the result (one buffer, row-major)
+  std::vector<int64_t> k_starts;  // contraction splits: their starts, then k
+  std::string routine;            // the BLAS routine of a typical block, for --emit-ir
+};
+
 struct PlanGroup {
+  int library = -1;  // a PlanLibrary index: this group is a library call, not a kernel
   LoweredGroup lowered;
   std::shared_ptr<const backend::Kernel> kernel;
   Shape domain;
@@ -72,16 +97,17 @@ struct PlanGroup {
   double compile_start_s = 0, compile_s = 0;  // when (from the plan build's start) and how long
 };
 
-enum class TaskKind : uint8_t { Start, Kernel, Combine, End };
+enum class TaskKind : uint8_t { Start, Kernel, Combine, Library, LibrarySum, End };
 
 struct PlanTask {
   explicit PlanTask(TaskKind k) : kind(k) {}
   TaskKind kind;
   int group = 0;
-  int64_t block = 0;             // Kernel: block index in the group's grid
+  int64_t block = 0;             // Kernel, Library, LibrarySum: block index in the group's grid
+  int split = 0;                 // Library: the contraction split it multiplies
   int reduce = -1;               // Combine: PlanReduce index
-  std::vector<int> partials_in;  // Combine: partial ids folded together
-  int partial_out = -1;          // Combine: partial id produced, or -1 for the final result
+  std::vector<int> partials_in;  // Combine: partial ids folded together; LibrarySum: added
+  int partial_out = -1;          // Combine, Library: partial id produced, or -1: the result
   int64_t final_block = 0;       // Combine to final: the block whose region it writes
   std::vector<int> next;         // tasks that wait for this one
   int waits = 0;                 // tasks this one waits for
@@ -98,6 +124,8 @@ struct Plan {
   std::vector<PlanArray> arrays;
   std::vector<PlanGroup> groups;
   std::vector<PlanReduce> reduces;
+  std::vector<PlanLibrary> libraries;
+  int64_t library_partials = 0;  // partial results of Library tasks (ids 0 ... n-1)
   std::vector<PlanTask> tasks;
   std::vector<int> output_arrays;  // per compute() output
   // Partials: id -> (reduce, block whose shape it has); kernel tasks write partial ids
@@ -106,7 +134,7 @@ struct Plan {
   std::vector<std::vector<std::vector<int>>> partial_of;
   int64_t blocked_blocks = 0;  // blocks of all blocked arrays (PlanArray::block_offset)
   bool streams = false;        // some array is blocked: run ready tasks in PlanTask::order
-  int64_t work_tasks = 0;      // Kernel + Combine tasks
+  int64_t work_tasks = 0;      // Kernel, Combine, Library and LibrarySum tasks
   double compile_seconds = 0;
   std::string summary;  // fusion summary for --emit-ir
 
@@ -117,7 +145,8 @@ struct Plan {
 // Builds the plan for a fused template graph, its kernels compiled by the device's backend.
 std::unique_ptr<Plan> build_plan(FusedGraph fused, Device device, std::ostream* kernel_dump);
 
-// How each materialized array is stored (per block, or one buffer and why), for --emit-ir.
+// How each materialized array is stored (per block, or one buffer and why), and what each library
+// call runs, for --emit-ir.
 std::string storage_summary(const Plan& p);
 
 }  // namespace kiln

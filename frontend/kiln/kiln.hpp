@@ -150,6 +150,8 @@ class Array {
   Array argmin(std::optional<int> axis = std::nullopt, bool keepdims = false) const;
   Array argmax(std::optional<int> axis = std::nullopt, bool keepdims = false) const;
 
+  Array matmul(const Array& b) const;  // this @ b (kiln::matmul)
+
  private:
   NodeRef node_;
 };
@@ -301,6 +303,22 @@ inline Array argmax(const Array& a, std::optional<int> axis = std::nullopt, bool
 // ---- structure ---------------------------------------------------------------------------------
 Array concatenate(const std::vector<Array>& arrays, int axis = 0);
 Array stack(const std::vector<Array>& arrays, int axis = 0);
+
+// Linear algebra (frontend/linalg.cpp), as NumPy's. Float operands run BLAS calls per block
+// (library nodes: gemm/gemv, partial products over the contracted chunks added in a fixed order);
+// integer and bool operands are promoted as NumPy does and computed without BLAS (a fused
+// multiply and sum: exact, wrapping like NumPy's). Chunks of any alignment are accepted.
+Array matmul(const Array& a, const Array& b);  // a @ b: 1-D operands, stacks broadcast
+Array dot(const Array& a, const Array& b);     // np.dot: sum over a's last, b's second-to-last axis
+Array vdot(const Array& a, const Array& b);    // both flattened, equal sizes: a 0-d result
+Array inner(const Array& a, const Array& b);   // sum over both last axes
+Array outer(const Array& a, const Array& b);   // both flattened: (a.size, b.size)
+Array tensordot(const Array& a, const Array& b, int axes = 2);
+Array tensordot(const Array& a, const Array& b, std::vector<int> axes_a, std::vector<int> axes_b);
+// Two-operand (or one-operand) einsum, explicit or implicit output: "ij,jk->ik", "ij,ij->",
+// "bij,bjk->bik", "ij->ji". Letters repeated within one operand (traces, diagonals) and
+// ellipses are not supported (kiln::Error).
+Array einsum(const std::string& subscripts, const std::vector<Array>& operands);
 
 // ---- evaluation --------------------------------------------------------------------------------
 struct ComputeOptions {

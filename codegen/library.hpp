@@ -1,0 +1,30 @@
+// Library calls: the host BLAS routines that library nodes (MatMul) run on blocks. The one place
+// that includes OpenBLAS's cblas.h. The runtime calls these from its block tasks.
+//
+// Threads: every call runs on the calling worker's thread only (OpenBLAS is set to one thread
+// once, at the first call): Kiln's workers already run one block task per core, and OpenBLAS's
+// own threads on top would oversubscribe the cores. Parallelism comes from the blocks (the plan
+// splits a large product into enough row panels for every core).
+#pragma once
+#include <cstdint>
+#include <string>
+
+#include "ir/dtype.hpp"
+
+namespace kiln::library {
+
+// C (m x n, row-major, leading dimension ldc) = op(A) * op(B), where op(A) is m x k and op(B)
+// k x n; A is stored row-major with leading dimension lda as m x k, or as k x m when trans_a
+// (and likewise B). float32 or float64. A product with k == 0 fills C with zeros. Vectors go to
+// gemv (n == 1 or m == 1), everything else to gemm. Throws kiln::Error when a dimension or
+// leading dimension does not fit BLAS's 32-bit integers.
+void gemm(DType t, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const void* a,
+          int64_t lda, const void* b, int64_t ldb, void* c, int64_t ldc);
+
+// C (m x n, ldc) += P (m x n, contiguous): the fixed-order sum of a product's partial results.
+void add_into(DType t, int64_t m, int64_t n, void* c, int64_t ldc, const void* p);
+
+// The routine gemm() calls for these shapes ("dgemm", "sgemv", ...), for --emit-ir.
+std::string routine_name(DType t, int64_t m, int64_t n);
+
+}  // namespace kiln::library

@@ -1,0 +1,229 @@
+// Linear algebra against NumPy: matmul (library calls: BLAS per block, partial products over the
+// contracted chunks), dot, vdot, inner, outer, tensordot, einsum; chunkings that align and that do
+// not, uneven last chunks, one-block operands, transposed operands read in place, integer and
+// bool products (no BLAS), element-wise work fused around the call, and the errors.
+#include <sstream>
+
+#include "oracle.hpp"
+
+using namespace kiln;
+using kt::lazy;
+using kt::same;
+
+namespace {
+
+// rtol for a product of `k` terms of magnitude ~1 in dtype t (BLAS and NumPy's BLAS may order
+// the sums differently).
+double tol(DType t) { return t == DType::Float32 ? 2e-5 : 1e-12; }
+
+}  // namespace
+
+TEST(Linalg, MatMulMatchesNumPyForEveryChunking) {
+  for (DType t : {DType::Float64, DType::Float32}) {
+    NDArray a = kt::random_array(t, {37, 23}, 501), b = kt::random_array(t, {23, 19}, 502);
+    // (a chunks, b chunks): aligned, one block, contracted chunks that do not align, uneven.
+    std::vector<std::pair<Shape, Shape>> chunkings = {{{10, 7}, {7, 5}},
+                                                      {{37, 23}, {23, 19}},
+                                                      {{10, 5}, {7, 19}},
+                                                      {{36, 22}, {3, 18}},
+                                                      {{1, 23}, {23, 1}}};
+    auto want = kt::numpy({{"a", a}, {"b", b}}, {"a @ b"})[0];
+    for (const auto& [ca, cb] : chunkings) {
+      NDArray got = matmul(lazy(a, ca), lazy(b, cb)).compute();
+      EXPECT_EQ(got.dtype(), t);
+      EXPECT_TRUE(same(got, want, tol(t), tol(t))) << shape_str(ca) << " " << shape_str(cb);
+    }
+  }
+}
+
+TEST(Linalg, VectorsStacksAndMixedDtypes) {
+  NDArray m = kt::random_array(DType::Float64, {9, 6}, 503);
+  NDArray v = kt::random_array(DType::Float64, {6}, 504);
+  NDArray w = kt::random_array(DType::Float64, {9}, 505);
+  NDArray s = kt::random_array(DType::Float64, {2, 3, 9, 6}, 506);
+  NDArray f = kt::random_array(DType::Float32, {6, 4}, 507);
+  NDArray i = kt::random_array(DType::Int32, {6, 4}, 508, -5, 5);
+  auto want = kt::numpy(
+      {{"m", m}, {"v", v}, {"w", w}, {"s", s}, {"f", f}, {"i", i}},
+      {"m @ v", "w @ m", "v @ v", "s @ m.T", "m @ f", "m @ i", "f.T @ i", "s @ v", "w @ s"});
+  Array M = lazy(m, {4, 5}), V = lazy(v, {4}), W = lazy(w, {5}), S = lazy(s, {1, 2, 4, 6});
+  Array F = lazy(f, {5, 3}), I = lazy(i, {6, 4});
+  auto got = compute({matmul(M, V), matmul(W, M), matmul(V, V), matmul(S, M.T()), M.matmul(F),
+                      matmul(M, I), matmul(F.T(), I), matmul(S, V), matmul(W, S)});
+  for (size_t k = 0; k < got.size(); ++k) EXPECT_TRUE(same(got[k], want[k], 1e-6, 1e-6)) << k;
+  EXPECT_EQ(got[2].shape(), Shape{});
+  EXPECT_EQ(got[4].dtype(), DType::Float64);  // float64 @ float32
+  EXPECT_EQ(got[6].dtype(), DType::Float64);  // float32 @ int32, as NumPy
+  for (size_t k : {0, 1, 2, 3, 5, 7, 8}) EXPECT_TRUE(same(got[k], want[k], 1e-12, 1e-12)) << k;
+}
+
+TEST(Linalg, IntegerAndBoolProductsAreExactWithoutBlas) {
+  NDArray a = kt::random_array(DType::Int64, {11, 7}, 509, -1000000, 1000000);
+  NDArray b = kt::random_array(DType::Int64, {7, 5}, 510, -1000000, 1000000);
+  NDArray c = kt::random_array(DType::Int32, {11, 7}, 511, -60000, 60000);  // sums wrap int32
+  NDArray d = kt::random_array(DType::Int32, {7, 5}, 512, -60000, 60000);
+  NDArray p = kt::random_array(DType::Bool, {11, 7}, 513);
+  NDArray q = kt::random_array(DType::Bool, {7, 5}, 514);
+  auto want = kt::numpy({{"a", a}, {"b", b}, {"c", c}, {"d", d}, {"p", p}, {"q", q}},
+                        {"a @ b", "c @ d", "p @ q", "p @ b"});
+  Array A = lazy(a, {4, 3}), B = lazy(b, {3, 2}), C = lazy(c, {5, 7}), D = lazy(d, {2, 5});
+  Array P = lazy(p, {4, 4}), Q = lazy(q, {4, 5});
+  auto got = compute({matmul(A, B), matmul(C, D), matmul(P, Q), matmul(P, B)});
+  for (size_t k = 0; k < got.size(); ++k) EXPECT_TRUE(same(got[k], want[k])) << k;
+  EXPECT_EQ(got[1].dtype(), DType::Int32);
+  EXPECT_EQ(got[2].dtype(), DType::Bool);
+}
+
+TEST(Linalg, DotVdotInnerOuterTensordotEinsum) {
+  NDArray a = kt::random_array(DType::Float64, {4, 5, 6}, 515);
+  NDArray b = kt::random_array(DType::Float64, {6, 3}, 516);
+  NDArray c = kt::random_array(DType::Float64, {5, 4, 2}, 517);
+  NDArray v = kt::random_array(DType::Float64, {6}, 518);
+  NDArray x = kt::random_array(DType::Float64, {3, 6}, 519);
+  Array A = lazy(a, {3, 2, 4}), B = lazy(b, {4, 2}), C = lazy(c, {2, 4, 1}), V = lazy(v, {4});
+  Array X = lazy(x, {2, 5});
+  auto want =
+      kt::numpy({{"a", a}, {"b", b}, {"c", c}, {"v", v}, {"x", x}},
+                {"np.dot(a, b)", "np.dot(a, v)", "np.dot(b.T, v)", "np.vdot(a, a)",
+                 "np.inner(a, x)", "np.outer(v, b)", "np.tensordot(a, c, axes=([1, 0], [0, 1]))",
+                 "np.tensordot(b, x, 1)", "np.einsum('ijk,kl->il', a, b)",
+                 "np.einsum('ijk,jil->kl', a, c)", "np.einsum('ij,ij->', x, x)",
+                 "np.einsum('ij,kj->ik', x, x)", "np.einsum('ijk->kji', a)", "np.einsum('ijk', a)",
+                 "np.einsum('ij,jk', x, b)", "np.einsum('ijk,jik->k', a, c[:, :, :1] * np.ones(6))",
+                 "np.einsum('i,j->ij', v, v)", "np.dot(2.0, v)"});
+  Array c6 = C.slice({Slice::all(), Slice::all(), Slice(0, 1)}) * ones({6}, {6});
+  auto got = compute(
+      {dot(A, B), dot(A, V), dot(B.T(), V), vdot(A, A), inner(A, X), outer(V, B),
+       tensordot(A, C, {1, 0}, {0, 1}), tensordot(B, X, 1), einsum("ijk,kl->il", {A, B}),
+       einsum("ijk,jil->kl", {A, C}), einsum("ij,ij->", {X, X}), einsum("ij,kj->ik", {X, X}),
+       einsum("ijk->kji", {A}), einsum("ijk", {A}), einsum("ij,jk", {X, B}),
+       einsum("ijk,jik->k", {A, c6}), einsum("i,j->ij", {V, V}), dot(scalar(2.0), V)});
+  for (size_t k = 0; k < got.size(); ++k) EXPECT_TRUE(same(got[k], want[k], 1e-12, 1e-12)) << k;
+}
+
+TEST(Linalg, TransposedOperandsAreReadInPlace) {
+  // X.T @ r: X is read with BLAS's transpose flag; no kernel copies it.
+  NDArray x = kt::random_array(DType::Float64, {1000, 8}, 520);
+  NDArray r = kt::random_array(DType::Float64, {1000}, 521);
+  Array X = lazy(x, {300, 8}), R = lazy(r, {300});
+  std::ostringstream ir;
+  ComputeOptions opt;
+  opt.ir = &ir;
+  NDArray got = compute({matmul(X.T(), R)}, opt)[0];
+  auto want = kt::numpy({{"x", x}, {"r", r}}, {"x.T @ r"})[0];
+  EXPECT_TRUE(same(got, want, 1e-12, 1e-12));
+  std::string s = ir.str();
+  EXPECT_NE(s.find("library call"), std::string::npos) << s;
+  EXPECT_NE(s.find("with the transpose flag"), std::string::npos) << s;
+  EXPECT_NE(s.find("4 contraction splits, partials added in split order"), std::string::npos) << s;
+  EXPECT_EQ(s.find("in a layout BLAS cannot read"), std::string::npos) << s;
+}
+
+TEST(Linalg, OperandsBlasCannotReadAreComputedFirst) {
+  NDArray x = kt::random_array(DType::Float64, {20, 30}, 522);
+  NDArray y = kt::random_array(DType::Float64, {15, 7}, 523);
+  Array X = lazy(x, {7, 11}), Y = lazy(y, {4, 7});
+  // A strided slice, a computed operand, a broadcast operand, a reversed one.
+  Array Xs = X.slice({Slice::all(), Slice(0, {}, 2)});
+  Array bc = Y.slice({Slice::index(0)}).broadcast_to({15, 7});
+  Array rev = Y.slice({Slice({}, {}, -1), Slice::all()});
+  auto want = kt::numpy({{"x", x}, {"y", y}},
+                        {"x[:, ::2] @ y", "np.exp(x[:, :15]) @ (y * 2)",
+                         "x[:, :15] @ np.broadcast_to(y[0], (15, 7))", "x[:, :15] @ y[::-1]"});
+  Array X15 = X.slice({Slice::all(), Slice(0, 15)});
+  std::ostringstream ir;
+  ComputeOptions opt;
+  opt.ir = &ir;
+  auto got =
+      compute({matmul(Xs, Y), matmul(exp(X15), Y * 2.0), matmul(X15, bc), matmul(X15, rev)}, opt);
+  for (size_t k = 0; k < got.size(); ++k) EXPECT_TRUE(same(got[k], want[k], 1e-12, 1e-12)) << k;
+  EXPECT_NE(ir.str().find("in a layout BLAS cannot read"), std::string::npos);
+}
+
+TEST(Linalg, FusedEpilogueEqualsUnfusedAndNumPy) {
+  NDArray x = kt::random_array(DType::Float64, {500, 10}, 524);
+  NDArray b = kt::random_array(DType::Float64, {10}, 525);
+  NDArray y = kt::random_array(DType::Bool, {500}, 526);
+  Array X = lazy(x, {120, 10}), B = lazy(b), Y = lazy(y, {120});
+  Array z = matmul(X, B);
+  Array p = sigmoid(z) - Y.astype(DType::Float64);
+  Array g = matmul(X.T(), p);
+  Array loss = ((z - 1.0) * (z - 1.0)).sum();
+  auto want = kt::numpy({{"x", x}, {"b", b}, {"y", y}},
+                        {"1 / (1 + np.exp(-(x @ b))) - y", "x.T @ (1 / (1 + np.exp(-(x @ b))) - y)",
+                         "((x @ b - 1) ** 2).sum()"});
+  std::vector<NDArray> fused = compute({p, g, loss});
+  ComputeOptions unfused;
+  unfused.fuse = false;
+  std::vector<NDArray> plain = compute({p, g, loss}, unfused);
+  for (int threads : {1, 2}) {
+    ComputeOptions o;
+    o.threads = threads;
+    std::vector<NDArray> again = compute({p, g, loss}, o);
+    for (size_t k = 0; k < again.size(); ++k) EXPECT_TRUE(same(again[k], fused[k])) << k;
+  }
+  for (size_t k = 0; k < 3; ++k) {
+    EXPECT_TRUE(same(fused[k], plain[k], 1e-14, 1e-14)) << k;
+    EXPECT_TRUE(same(fused[k], want[k], 1e-11, 1e-11)) << k;
+  }
+}
+
+TEST(Linalg, EmptyProductsAreZeros) {
+  Array a = zeros({0, 3}), b = ones({3, 4}), c = ones({2, 0}), d = ones({0, 5});
+  auto got = compute({matmul(a, b), matmul(c, d), matmul(ones({0}), ones({0}))});
+  EXPECT_EQ(got[0].shape(), (Shape{0, 4}));
+  EXPECT_TRUE(same(got[1], kt::make_array(DType::Float64, {2, 5}, std::vector<double>(10, 0.0))));
+  EXPECT_EQ(got[2].item<double>(), 0.0);
+}
+
+TEST(Linalg, PlansAreCachedAcrossNewData) {
+  NDArray x = kt::random_array(DType::Float64, {64, 16}, 527);
+  std::vector<double> beta(16, 0.5), beta2(16, -0.25);
+  auto run = [&](const std::vector<double>& bv) {
+    return matmul(lazy(x, {16, 16}), from_buffer(bv.data(), {16})).compute();
+  };
+  run(beta);
+  Stats before = stats();
+  NDArray got = run(beta2);
+  EXPECT_TRUE(stats().last_cached);
+  EXPECT_EQ(stats().kernels_compiled, before.kernels_compiled);
+  NDArray b2 = kt::make_array(DType::Float64, {16}, beta2);
+  EXPECT_TRUE(same(got, kt::numpy({{"x", x}, {"b", b2}}, {"x @ b"})[0], 1e-13, 1e-13));
+}
+
+TEST(Linalg, BadInputIsAClearError) {
+  Array a = ones({3, 4}), b = ones({5, 2});
+  auto msg = [](auto f) {
+    try {
+      f();
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_NE(msg([&] { matmul(a, b); }).find("matmul: the contracted dimensions differ"),
+            std::string::npos);
+  EXPECT_NE(msg([&] { matmul(scalar(1.0), b); }).find("0-dimensional"), std::string::npos);
+  EXPECT_NE(msg([&] {
+              matmul(ones({2, 3, 4}), ones({3, 4, 2}));
+            }).find("matmul"),
+            std::string::npos);
+  EXPECT_NE(msg([&] { vdot(a, b); }).find("vdot: the operands have different sizes"),
+            std::string::npos);
+  EXPECT_NE(msg([&] { tensordot(a, b, {1}, {0}); }).find("tensordot: shape mismatch"),
+            std::string::npos);
+  EXPECT_NE(msg([&] { tensordot(a, b, 3); }).find("tensordot: cannot contract 3 axes"),
+            std::string::npos);
+  EXPECT_NE(msg([&] {
+              einsum("ii->i", {ones({3, 3})});
+            }).find("repeats within operand"),
+            std::string::npos);
+  EXPECT_NE(msg([&] {
+              einsum("ij,jk->ik", {a, b});
+            }).find("subscript 'j' has size 4 and 5"),
+            std::string::npos);
+  EXPECT_NE(msg([&] { einsum("ij->k", {a}); }).find("output subscript 'k'"), std::string::npos);
+  EXPECT_NE(msg([&] { einsum("ij,jk->ik", {a}); }).find("name 2 operands"), std::string::npos);
+  EXPECT_NE(msg([&] { einsum("...i,i", {a, b}); }).find("ellipses"), std::string::npos);
+  EXPECT_NE(msg([&] { matmul(Array(), b); }).find("empty"), std::string::npos);
+}

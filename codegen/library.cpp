@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <limits>
-#include <mutex>
 
 #include "support/error.hpp"
 
@@ -19,9 +18,9 @@ blasint fit(int64_t v, const char* what) {
   return static_cast<blasint>(v);
 }
 
+// Checked before every call (a cheap read), since the program may set OpenBLAS's threads too.
 void single_threaded_blas() {
-  static std::once_flag once;
-  std::call_once(once, [] { openblas_set_num_threads(1); });
+  if (openblas_get_num_threads() != 1) openblas_set_num_threads(1);
 }
 
 template <class T>
@@ -31,9 +30,10 @@ void zero(int64_t m, int64_t n, T* c, int64_t ldc) {
 
 template <class T>
 void gemm_typed(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a, int64_t lda,
-                const T* b, int64_t ldb, T* c, int64_t ldc) {
-  if (m == 0 || n == 0) return;
+                const T* b, int64_t ldb, T* c, int64_t ldc, bool accumulate) {
+  if (m == 0 || n == 0 || (k == 0 && accumulate)) return;
   if (k == 0) return zero(m, n, c, ldc);
+  const T beta = accumulate ? T(1) : T(0);
   single_threaded_blas();
   const CBLAS_ORDER rm = CblasRowMajor;
   auto op = [](bool t) { return t ? CblasTrans : CblasNoTrans; };
@@ -45,9 +45,9 @@ void gemm_typed(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a, i
     blasint incb = tb ? 1 : LDB;
     blasint rows = ta ? K : M, cols = ta ? M : K;
     if constexpr (std::is_same_v<T, double>)
-      cblas_dgemv(rm, op(ta), rows, cols, 1.0, a, LDA, b, incb, 0.0, c, LDC);
+      cblas_dgemv(rm, op(ta), rows, cols, 1.0, a, LDA, b, incb, beta, c, LDC);
     else
-      cblas_sgemv(rm, op(ta), rows, cols, 1.0f, a, LDA, b, incb, 0.0f, c, LDC);
+      cblas_sgemv(rm, op(ta), rows, cols, 1.0f, a, LDA, b, incb, beta, c, LDC);
     return;
   }
   if (m == 1) {
@@ -55,27 +55,27 @@ void gemm_typed(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a, i
     blasint inca = ta ? LDA : 1;
     blasint rows = tb ? N : K, cols = tb ? K : N;
     if constexpr (std::is_same_v<T, double>)
-      cblas_dgemv(rm, op(!tb), rows, cols, 1.0, b, LDB, a, inca, 0.0, c, 1);
+      cblas_dgemv(rm, op(!tb), rows, cols, 1.0, b, LDB, a, inca, beta, c, 1);
     else
-      cblas_sgemv(rm, op(!tb), rows, cols, 1.0f, b, LDB, a, inca, 0.0f, c, 1);
+      cblas_sgemv(rm, op(!tb), rows, cols, 1.0f, b, LDB, a, inca, beta, c, 1);
     return;
   }
   if constexpr (std::is_same_v<T, double>)
-    cblas_dgemm(rm, op(ta), op(tb), M, N, K, 1.0, a, LDA, b, LDB, 0.0, c, LDC);
+    cblas_dgemm(rm, op(ta), op(tb), M, N, K, 1.0, a, LDA, b, LDB, beta, c, LDC);
   else
-    cblas_sgemm(rm, op(ta), op(tb), M, N, K, 1.0f, a, LDA, b, LDB, 0.0f, c, LDC);
+    cblas_sgemm(rm, op(ta), op(tb), M, N, K, 1.0f, a, LDA, b, LDB, beta, c, LDC);
 }
 
 }  // namespace
 
 void gemm(DType t, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const void* a,
-          int64_t lda, const void* b, int64_t ldb, void* c, int64_t ldc) {
+          int64_t lda, const void* b, int64_t ldb, void* c, int64_t ldc, bool accumulate) {
   if (t == DType::Float64)
     gemm_typed(trans_a, trans_b, m, n, k, static_cast<const double*>(a), lda,
-               static_cast<const double*>(b), ldb, static_cast<double*>(c), ldc);
+               static_cast<const double*>(b), ldb, static_cast<double*>(c), ldc, accumulate);
   else if (t == DType::Float32)
     gemm_typed(trans_a, trans_b, m, n, k, static_cast<const float*>(a), lda,
-               static_cast<const float*>(b), ldb, static_cast<float*>(c), ldc);
+               static_cast<const float*>(b), ldb, static_cast<float*>(c), ldc, accumulate);
   else
     throw InternalError(std::string("library::gemm on ") + dtype_name(t));
 }

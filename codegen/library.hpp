@@ -2,9 +2,9 @@
 // that includes OpenBLAS's cblas.h. The runtime calls these from its block tasks.
 //
 // Threads: every call runs on the calling worker's thread only (OpenBLAS is set to one thread
-// once, at the first call): Kiln's workers already run one block task per core, and OpenBLAS's
-// own threads on top would oversubscribe the cores. Parallelism comes from the blocks (the plan
-// splits a large product into enough row panels for every core).
+// before each call if it is not): Kiln's workers already run one block task per core, and
+// OpenBLAS's own threads on top would oversubscribe the cores. Parallelism comes from the blocks
+// (the plan splits a large product into enough row panels for every core).
 #pragma once
 #include <cstdint>
 #include <string>
@@ -13,13 +13,13 @@
 
 namespace kiln::library {
 
-// C (m x n, row-major, leading dimension ldc) = op(A) * op(B), where op(A) is m x k and op(B)
-// k x n; A is stored row-major with leading dimension lda as m x k, or as k x m when trans_a
-// (and likewise B). float32 or float64. A product with k == 0 fills C with zeros. Vectors go to
-// gemv (n == 1 or m == 1), everything else to gemm. Throws kiln::Error when a dimension or
-// leading dimension does not fit BLAS's 32-bit integers.
+// C (m x n, row-major, leading dimension ldc) = op(A) * op(B), or C += op(A) * op(B) when
+// `accumulate`, where op(A) is m x k and op(B) k x n; A is stored row-major with leading
+// dimension lda as m x k, or as k x m when trans_a (and likewise B). float32 or float64. A
+// product with k == 0 is zeros. Vectors go to gemv (n == 1 or m == 1), everything else to gemm.
+// Throws kiln::Error when a dimension or leading dimension does not fit BLAS's 32-bit integers.
 void gemm(DType t, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const void* a,
-          int64_t lda, const void* b, int64_t ldb, void* c, int64_t ldc);
+          int64_t lda, const void* b, int64_t ldb, void* c, int64_t ldc, bool accumulate = false);
 
 // C (m x n, ldc) += P (m x n, contiguous): the fixed-order sum of a product's partial results.
 void add_into(DType t, int64_t m, int64_t n, void* c, int64_t ldc, const void* p);

@@ -21,17 +21,31 @@ void check_operand(const char* op, int k, const Array& a) {
                 " is an empty (default-constructed) Array");
 }
 
-// The 2-D product of a (m, k) and b (k, n) in dtype t (shapes already checked).
+// The 2-D product of a (m, k) and b (k, n) in dtype t (shapes already checked). A float product
+// of matrices is a MatMul node (gemm per block). Matrix-vector products and integer or bool
+// products are a multiply summed (any) over k, which fuses with its producers and consumers
+// into one pass: for a matrix-vector product that pass streams the matrix once, as gemv does,
+// and measured faster than OpenBLAS's dgemv (bench/RESULTS.md, "Library calls").
 Array matmul_2d(const Array& a, const Array& b, DType t) {
   const int64_t m = a.shape()[0], k = a.shape()[1], n = b.shape()[1];
-  if (is_float(t)) {
+  if (is_float(t) && m > 1 && n > 1) {
     NodeRef x = cast_node(a.node(), t), y = cast_node(b.node(), t);
     Chunks chunks{a.chunks()[0], b.chunks()[1]};
     return Array(ctx().make(Op::MatMul, t, {m, n}, chunks, {x, y}));
   }
-  Array x = a.astype(t).reshape({m, k, 1}), y = b.astype(t).reshape({1, k, n});
-  if (t == DType::Bool) return (x & y).any({1});
-  return (x * y).sum({1}).astype(t);  // int32 sums in int64; the cast wraps as NumPy's int32 does
+  Array x = a.astype(t), y = b.astype(t);
+  auto fold = [&](const Array& prod, int axis) {
+    // int32 sums run in int64; the cast wraps as NumPy's int32 accumulation does.
+    return t == DType::Bool ? prod.any({axis}) : prod.sum({axis}).astype(t);
+  };
+  // The matrix's rows run along the kernel's inner dim, so it streams contiguously when it is
+  // stored row-major; a transposed view (X.T @ r) is read as X, with the other dim reduced.
+  auto transposed = [](const Array& v) { return v.node()->op == Op::Transpose; };
+  if (n == 1 && !transposed(x)) return fold(x * y.reshape({1, k}), 1).reshape({m, 1});
+  if (n == 1) return fold(x.T() * y, 0).reshape({m, 1});
+  if (m == 1 && !transposed(y)) return fold(x.reshape({k, 1}) * y, 0).reshape({1, n});
+  if (m == 1) return fold(y.T() * x, 1).reshape({1, n});
+  return fold(x.reshape({m, k, 1}) * y.reshape({1, k, n}), 1);
 }
 
 // The index of flat position `flat` in `shape`, one integer index per dim.

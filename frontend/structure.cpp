@@ -157,6 +157,8 @@ Array Array::reshape(Shape new_shape) const {
     throw Error("reshape: cannot reshape array of size " + std::to_string(size()) + " into shape " +
                 shape_str(new_shape));
   if (new_shape == shape()) return *this;
+  // A reshape of a reshape is one reshape of the first one's input (C order either way).
+  if (node_->op == Op::Reshape) return Array(node_->in(0)).reshape(new_shape);
   // Keep the block size (in elements) of the source, splitting from the last dim.
   int64_t block = 1;
   for (const auto& c : chunks()) block *= *std::max_element(c.begin(), c.end());

@@ -478,7 +478,8 @@ class Run {
   }
 
   // One BLAS call of a library task: its result block's rows and columns, its contraction split,
-  // into the result (split 0) or a partial. Returns the bytes it wrote.
+  // into the result (split 0, or every split of a chained call) or a partial. Returns the bytes
+  // it wrote.
   int64_t run_library(const PlanTask& task) {
     const PlanGroup& g = p_.groups[task.group];
     const PlanLibrary& l = p_.libraries[g.library];
@@ -503,8 +504,10 @@ class Run {
       library_partial_[task.partial_out] = c;
       ldc = ext[1];
     }
+    bool accumulate = l.chained && task.split > 0;
     library::gemm(l.dtype, l.a.layout.transposed, l.b.layout.transposed, ext[0], ext[1], kn,
-                  at(l.a, lo[0], k0), l.a.layout.ld, at(l.b, k0, lo[1]), l.b.layout.ld, c, ldc);
+                  at(l.a, lo[0], k0), l.a.layout.ld, at(l.b, k0, lo[1]), l.b.layout.ld, c, ldc,
+                  accumulate);
     for (const LibraryOperand* op : {&l.a, &l.b})
       if (op->array >= 0) release_reader(op->array);
     return ext[0] * ext[1] * static_cast<int64_t>(es);

@@ -207,7 +207,10 @@ std::string storage_summary(const Plan& p) {
          " = A " + shape_str({l.m, l.k}) + " @ B " + shape_str({l.k, l.n}) + ", " + l.routine +
          " per block (" + std::to_string(g.blocks) + " blocks x " +
          std::to_string(l.k_starts.size() - 1) + " contraction splits" +
-         (l.k_starts.size() > 2 ? ", partials added in split order" : "") + ")\n";
+         (l.k_starts.size() <= 2 ? ""
+          : l.chained            ? ", each adding to the block in split order"
+                                 : ", in parallel into partials added in split order") +
+         ")\n";
     for (const LibraryOperand* op : {&l.a, &l.b})
       s += std::string("  ") + (op == &l.a ? "A" : "B") + ": " + op->from + ", read in place" +
            (op->layout.transposed ? " with the transpose flag" : "") + " (ld " +
@@ -281,6 +284,7 @@ class PlanBuilder {
         g.library = static_cast<int>(p_.libraries.size());
         g.chunks = library_chunks(grp);
         p_.libraries.push_back(make_library(grp, static_cast<int>(gi)));
+        p_.libraries.back().chained = grid_blocks(g.chunks) >= cores();
       }
       g.blocks = grid_blocks(g.chunks);
       for (const auto& c : g.chunks) {
@@ -452,16 +456,18 @@ class PlanBuilder {
         lt.group = gi;
         lt.block = b;
         lt.split = q;
-        if (q > 0) {
+        if (q > 0 && !lib.chained) {
           lt.partial_out = static_cast<int>(p_.library_partials++);
           sum.partials_in.push_back(lt.partial_out);
         }
         int t = add_task(lt);
-        edge(start, t);
+        edge(lib.chained && q > 0 ? calls.back() : start, t);
         calls.push_back(t);
       }
       p_.work_tasks += splits;
-      if (splits > 1) {
+      if (lib.chained) {
+        last.push_back(calls.back());
+      } else if (splits > 1) {
         int s = add_task(sum);
         for (int t : calls) edge(t, s);
         last.push_back(s);
@@ -483,7 +489,7 @@ class PlanBuilder {
     Chunks c = mm.chunks;
     int64_t k = mm.in(0)->shape[1];
     int64_t calls = grid_blocks(c) * static_cast<int64_t>(contraction_splits(mm).size() - 1);
-    auto cores = static_cast<int64_t>(std::max(1u, std::thread::hardware_concurrency()));
+    const int64_t cores = this->cores();
     constexpr double kMinPanelFlops = 1 << 24;
     if (calls >= cores || grid_blocks(c) == 0) return c;
     std::vector<int64_t> rows;
@@ -497,6 +503,10 @@ class PlanBuilder {
     }
     c[0] = rows;
     return c;
+  }
+
+  static int64_t cores() {
+    return static_cast<int64_t>(std::max(1u, std::thread::hardware_concurrency()));
   }
 
   // Contraction splits: the union of A's column and B's row chunk boundaries (both operands are

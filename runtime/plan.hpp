@@ -62,8 +62,10 @@ struct LibraryOperand {
 
 // A library call (MatMul, C = A @ B): result block (i, j) is the sum over the contraction splits
 // q of A[rows of i, split q] @ B[split q, cols of j], one BLAS call each (a Library task). Split 0
-// writes the result block; the others write partials that a LibrarySum task adds to it in split
-// order, so the result is the same for any thread count.
+// writes the result block. When there are at least as many result blocks as cores, the splits of
+// a block run one after the other, each adding its product to the block (BLAS's beta = 1: no
+// partials, no extra pass); otherwise they run in parallel into partials that a LibrarySum task
+// adds to the block in split order. Either way the result is the same for any thread count.
 struct PlanLibrary {
   int group = 0;
   DType dtype = DType::Float64;
@@ -71,6 +73,7 @@ struct PlanLibrary {
   LibraryOperand a, b;
   int out = 0;                    // PlanArray of the result (one buffer, row-major)
   std::vector<int64_t> k_starts;  // contraction splits: their starts, then k
+  bool chained = false;           // splits of a block accumulate in turn (else: partials)
   std::string routine;            // the BLAS routine of a typical block, for --emit-ir
 };
 

@@ -79,6 +79,15 @@ void flush_stdout() {
                       (errno ? std::string(": ") + std::strerror(errno) : std::string()));
 }
 
+// Throws if a write to standard output has failed, naming errno as the failing write left it:
+// called right after printing, since a long output fails inside printf, not at the last flush.
+void check_stdout() {
+  int e = errno;
+  if (std::ferror(stdout))
+    throw kiln::Error(std::string("cannot write to standard output") +
+                      (e ? std::string(": ") + std::strerror(e) : std::string()));
+}
+
 kiln::ComputeOptions compute_options(const RunOptions& o) {
   kiln::ComputeOptions co;
   co.fuse = !o.no_fuse;
@@ -162,6 +171,7 @@ nlohmann::json to_json(const kiln::workloads::Workload& w, const RunOptions& o, 
   j["result"] = r.results[0];
   for (size_t k = 1; k < r.results.size(); ++k) j[w.output_names[k]] = r.results[k];
   j["seconds"] = r.seconds;
+  if (w.flops) j["gflops"] = w.flops(size_of(w, o)) / r.seconds / 1e9;
   j["compile_seconds"] = r.compile_seconds;
   j["tasks"] = r.tasks;
   j["kernels"] = r.kernels;
@@ -191,6 +201,7 @@ void print_row(const kiln::workloads::Workload& w, const RunOptions& o, const Ou
   std::printf("  %8.3f s  compile %6.3f s  %6lld tasks  %2lld kernels  peak %s\n", r.seconds,
               r.compile_seconds, static_cast<long long>(r.tasks), static_cast<long long>(r.kernels),
               human_bytes(r.peak_bytes).c_str());
+  check_stdout();
 }
 
 void cmd_list() {
@@ -253,6 +264,7 @@ void cmd_seeds(int repeat, bool quick) {
     s = s.substr(0, s.find("; IR as built"));  // a solver's first compute only
     std::printf("%s (N=2000, C=1000%s):\n%s", w.name.c_str(), w.solve ? ", its first compute" : "",
                 s.c_str());
+    check_stdout();
   }
 }
 

@@ -31,6 +31,10 @@ struct Workload {
   std::function<std::vector<double>(int64_t n, int64_t c, const ComputeOptions&, SolveStats*)>
       solve;
 
+  // Floating-point operations of one run at size N, when the workload is compute-bound (kiln run
+  // --json reports gflops); null otherwise.
+  std::function<double(int64_t n)> flops;
+
   std::vector<Array> build(int64_t n, int64_t c) const { return expr(input(n, c)); }
 };
 

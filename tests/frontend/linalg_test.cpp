@@ -102,10 +102,10 @@ TEST(Linalg, DotVdotInnerOuterTensordotEinsum) {
 }
 
 TEST(Linalg, TransposedOperandsAreReadInPlace) {
-  // X.T @ r: X is read with BLAS's transpose flag; no kernel copies it.
+  // X.T @ R: X is read with BLAS's transpose flag; no kernel copies it.
   NDArray x = kt::random_array(DType::Float64, {1000, 8}, 520);
-  NDArray r = kt::random_array(DType::Float64, {1000}, 521);
-  Array X = lazy(x, {300, 8}), R = lazy(r, {300});
+  NDArray r = kt::random_array(DType::Float64, {1000, 3}, 521);
+  Array X = lazy(x, {300, 8}), R = lazy(r, {300, 3});
   std::ostringstream ir;
   ComputeOptions opt;
   opt.ir = &ir;
@@ -114,9 +114,30 @@ TEST(Linalg, TransposedOperandsAreReadInPlace) {
   EXPECT_TRUE(same(got, want, 1e-12, 1e-12));
   std::string s = ir.str();
   EXPECT_NE(s.find("library call"), std::string::npos) << s;
+  EXPECT_NE(s.find("dgemm per block"), std::string::npos) << s;
   EXPECT_NE(s.find("with the transpose flag"), std::string::npos) << s;
-  EXPECT_NE(s.find("4 contraction splits, partials added in split order"), std::string::npos) << s;
+  EXPECT_NE(s.find("4 contraction splits, in parallel into partials added in split order"),
+            std::string::npos)
+      << s;
   EXPECT_EQ(s.find("in a layout BLAS cannot read"), std::string::npos) << s;
+  EXPECT_EQ(stats().last_kernels, 1);  // the library call only
+}
+
+TEST(Linalg, MatrixVectorProductsAreOneFusedPass) {
+  // X.T @ (sigmoid(X @ b) - y): each product is a fused reduction reading X once, the vector
+  // computed inside it (no library call, nothing materialized but the results).
+  NDArray x = kt::random_array(DType::Float64, {1000, 8}, 530);
+  NDArray b = kt::random_array(DType::Float64, {8}, 531);
+  NDArray y = kt::random_array(DType::Float64, {1000}, 532, 0, 1);
+  Array X = lazy(x, {300, 8}), B = lazy(b), Y = lazy(y, {300});
+  std::ostringstream ir;
+  ComputeOptions opt;
+  opt.ir = &ir;
+  NDArray got = compute({matmul(X.T(), sigmoid(matmul(X, B)) - Y)}, opt)[0];
+  auto want = kt::numpy({{"x", x}, {"b", b}, {"y", y}}, {"x.T @ (1 / (1 + np.exp(-(x @ b))) - y)"});
+  EXPECT_TRUE(same(got, want[0], 1e-12, 1e-12));
+  EXPECT_EQ(ir.str().find("library call"), std::string::npos) << ir.str();
+  EXPECT_EQ(stats().last_kernels, 2);  // X @ b (a reduction), then X.T @ (...) reading it
 }
 
 TEST(Linalg, OperandsBlasCannotReadAreComputedFirst) {

@@ -126,8 +126,23 @@ TEST(Cli, SeedsQuickRunsEveryWorkloadAtATwentiethOfItsSize) {
   EXPECT_EQ(rows["trig-identity yes"], (V{"500", "100"})) << out;
   EXPECT_EQ(rows["diamond no"], (V{"250", "100"})) << out;
   EXPECT_EQ(rows["logistic-gd yes"], (V{"50000", "5000"})) << out;
-  EXPECT_EQ(rows.size(), 8u) << out;
+  EXPECT_EQ(rows["matmul yes"], (V{"200", "50"})) << out;
+  EXPECT_EQ(rows.size(), 10u) << out;
   EXPECT_NE(out.find("fused-graph summary of each workload:"), std::string::npos);
+}
+
+TEST(Cli, MatmulWorkloadReportsGflopsAndTheSameProductOnEveryDevice) {
+  nlohmann::json cpu = nlohmann::json::parse(run("run matmul --size 300 --chunk 70 --json"));
+  nlohmann::json in =
+      nlohmann::json::parse(run("run matmul --size 300 --chunk 70 --json --device interp"));
+  nlohmann::json res =
+      nlohmann::json::parse(run("run matmul --size 300 --chunk 70 --json --resident"));
+  EXPECT_GT(cpu["gflops"].get<double>(), 0) << cpu;
+  // The same BLAS calls; the sums of the product's elements within rounding.
+  EXPECT_NEAR(cpu["result"].get<double>(), in["result"].get<double>(),
+              1e-12 * std::abs(cpu["result"].get<double>()));
+  EXPECT_EQ(cpu["result"].get<double>(), res["result"].get<double>());
+  EXPECT_TRUE(std::isfinite(cpu["result"].get<double>()));
 }
 
 TEST(Cli, UnfusedGivesTheSameResult) {

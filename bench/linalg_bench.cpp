@@ -1,0 +1,74 @@
+// Chunked matrix products against one OpenBLAS call, in one run (the target: a chunked
+// 8000^3 GEMM at 90% or more of one multi-threaded dgemm's GFLOP/s).
+//
+// BM_GemmOneOpenBlasCall/N: one cblas_dgemm of two N x N matrices with OpenBLAS on every core.
+// BM_GemmKilnChunked/N/C: kiln::matmul(x, x) for a resident x (a buffer) in C x C chunks, on
+// every core: a gemm per result block and contraction chunk (single-threaded BLAS inside Kiln's
+// block tasks), the result materialized. Counter gflops = 2 N^3 / seconds per iteration.
+// KILN_BENCH_QUICK=1: N and C divided by 20.
+#include <cblas.h>
+
+#include <thread>
+#include <vector>
+
+#include "bench/bench_common.hpp"
+#include "tools/workloads.hpp"
+
+namespace {
+
+double gemm_flops(int64_t n) { return 2.0 * static_cast<double>(n) * static_cast<double>(n) * n; }
+
+std::vector<double> matrix(int64_t n) {
+  std::vector<double> a(static_cast<size_t>(n * n));
+  for (size_t i = 0; i < a.size(); ++i)
+    a[i] = static_cast<double>((i * 2654435761u) % 1000) / 500 - 1;
+  return a;
+}
+
+void BM_GemmOneOpenBlasCall(benchmark::State& state) {
+  const int64_t n = state.range(0);
+  std::vector<double> a = matrix(n), c(a.size());
+  const int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  openblas_set_num_threads(threads);
+  const auto N = static_cast<blasint>(n);
+  for (auto _ : state) {
+    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, N, N, N, 1.0, a.data(), N, a.data(), N,
+                0.0, c.data(), N);
+    benchmark::DoNotOptimize(c.data());
+  }
+  state.counters["gflops"] =
+      benchmark::Counter(gemm_flops(n) / 1e9, benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["threads"] = threads;
+}
+
+void BM_GemmKilnChunked(benchmark::State& state) {
+  kiln::bench::init_env();
+  const int64_t n = state.range(0), chunk = state.range(1);
+  std::vector<double> a = matrix(n);
+  kiln::Array x = kiln::from_buffer(a.data(), {n, n}, {chunk, chunk});
+  kiln::Array y = kiln::matmul(x, x);
+  kiln::ComputeOptions opt;
+  opt.progress = false;
+  kiln::bench::compute_and_stats({y}, opt);  // plan and compile outside the timing
+  for (auto _ : state) kiln::bench::compute_and_stats({y}, opt);
+  state.counters["gflops"] =
+      benchmark::Counter(gemm_flops(n) / 1e9, benchmark::Counter::kIsIterationInvariantRate);
+}
+
+const bool registered = [] {
+  const char* quick = std::getenv("KILN_BENCH_QUICK");
+  const int64_t div = quick && std::atoi(quick) != 0 ? kiln::workloads::kQuickDivisor : 1;
+  for (int64_t n : {4000, 8000}) {
+    benchmark::RegisterBenchmark("BM_GemmOneOpenBlasCall", BM_GemmOneOpenBlasCall)
+        ->Args({n / div})
+        ->Unit(benchmark::kMillisecond)
+        ->UseRealTime();
+    benchmark::RegisterBenchmark("BM_GemmKilnChunked", BM_GemmKilnChunked)
+        ->Args({n / div, n / 4 / div})
+        ->Unit(benchmark::kMillisecond)
+        ->UseRealTime();
+  }
+  return true;
+}();
+
+}  // namespace

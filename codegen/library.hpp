@@ -28,3 +28,25 @@ void add_into(DType t, int64_t m, int64_t n, void* c, int64_t ldc, const void* p
 std::string routine_name(DType t, int64_t m, int64_t n);
 
 }  // namespace kiln::library
+
+namespace kiln {
+enum class LinalgFn : uint8_t;
+}
+
+namespace kiln::library {
+
+// A matrix read in place: element (i, j) at data[offset + i * row_stride + j * col_stride].
+struct MatrixRef {
+  const void* data = nullptr;
+  int64_t rows = 0, cols = 0;
+  int64_t offset = 0, row_stride = 0, col_stride = 0;
+};
+
+// Runs LAPACK's f on a copy of a (and of b, for Solve and Lstsq) in dtype t, writing the packed
+// result (ir/linalg.hpp: linalg_parts, each part row-major) to `out`. Single-threaded, like
+// gemm(). Throws kiln::Error naming the operation for non-finite input, a singular matrix
+// (solve, inv), a matrix that is not positive definite (cholesky) and a factorization that did
+// not converge (svd, eigh, lstsq), with LAPACK's info.
+void lapack(LinalgFn f, DType t, const MatrixRef& a, const MatrixRef* b, void* out);
+
+}  // namespace kiln::library

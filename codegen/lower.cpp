@@ -227,6 +227,7 @@ class Lowerer {
         return cast(value_of(*n.in(0)), n.dtype);
       case Op::Reduce:
       case Op::Concat:
+      case Op::Linalg:
       case Op::MatMul:
         break;  // always materialized: read through value_of, never computed inline
     }

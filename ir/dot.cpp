@@ -1,5 +1,7 @@
 #include "ir/dot.hpp"
 
+#include "ir/linalg.hpp"
+
 // GCC 12 finds a -Wmaybe-uninitialized inside Boost.Graph's edge iterator when the graphviz
 // writer is instantiated: Boost's code, not ours, so it is silenced for these headers only.
 #pragma GCC diagnostic push
@@ -44,10 +46,16 @@ void write_dot(std::ostream& os, const FusedGraph& f) {
     auto k = kernel.find(n);
     std::string label = node_label(*n);
     std::string r = reason.count(n) ? "\\n[" + reason.at(n) + "]" : "";
-    bool library = k != kernel.end() && f.groups[k->second].library && n->op == Op::MatMul;
+    bool library = k != kernel.end() && f.groups[k->second].library &&
+                   (n->op == Op::MatMul || n->op == Op::Linalg);
+    std::string routine = n->op == Op::MatMul ? std::string("BLAS gemm")
+                          : n->op == Op::Linalg
+                              ? std::string("LAPACK ") + linalg_routines(LinalgFn(n->attrs.ints[0]))
+                              : std::string();
     std::string where = k == kernel.end() ? ""
-                        : library ? "\\nlibrary call " + std::to_string(k->second) + " (BLAS gemm)"
-                                  : "\\nkernel " + std::to_string(k->second);
+                        : library
+                            ? "\\nlibrary call " + std::to_string(k->second) + " (" + routine + ")"
+                            : "\\nkernel " + std::to_string(k->second);
     std::string quoted;
     for (char c : label + where + r) quoted += c == '"' ? std::string("\\\"") : std::string(1, c);
     out << "[label=\"" << quoted << "\", shape="

@@ -1,5 +1,7 @@
 #include "ir/graph.hpp"
 
+#include "ir/linalg.hpp"
+
 #include "support/error.hpp"
 
 #include <sstream>
@@ -41,6 +43,9 @@ std::string node_label(const Node& n) {
       break;
     case Op::Binary:
       os << "[" << binary_name(n.binary()) << "]";
+      break;
+    case Op::Linalg:
+      os << "[" << linalg_name(LinalgFn(a.ints[0])) << "]";
       break;
     case Op::Reduce: {
       os << "[" << reduce_name(n.reduce_fn()) << " axes=";

@@ -97,6 +97,7 @@ std::optional<AffineMap> compose_view(const Node& v, const AffineMap& in) {
     case Op::Cast:
     case Op::Reduce:
     case Op::Concat:
+    case Op::Linalg:
     case Op::MatMul:
       break;
   }

@@ -5,6 +5,7 @@
 #include <sstream>
 #include <unordered_set>
 
+#include "ir/linalg.hpp"
 #include "ir/view.hpp"
 #include "support/error.hpp"
 
@@ -22,6 +23,9 @@ std::string materialize_reason(const Node& n, bool enabled, bool is_output) {
   if (n.op == Op::Reduce) return "reduction across blocks" + out;
   if (n.op == Op::Concat) return "concatenate writes its pieces in place" + out;
   if (n.op == Op::MatMul) return "library call (GEMM)" + out;
+  if (n.op == Op::Linalg)
+    return std::string("library call (LAPACK ") + linalg_routines(LinalgFn(n.attrs.ints[0])) + ")" +
+           out;
   if (is_output) return "output needed";
   if (!enabled && !is_scalar_like(n) && op_category(n.op) != OpCategory::Leaf)
     return "fusion disabled (--no-fuse)";
@@ -89,17 +93,19 @@ void compute_deps(FusedGraph* f) {
   }
 }
 
-// A library call reads its operands in place, through their views, where BLAS can: a Buffer
-// leaf or a materialized array whose map is row- or column-major (X.T @ r reads X with the
-// transpose flag). Any other operand (computed, broadcast, strided both ways) is materialized.
+// A library call reads its operands in place, through their views: a Buffer leaf or a
+// materialized array. GEMM needs a row- or column-major map (X.T @ r reads X with the transpose
+// flag); LAPACK copies its operand into a workspace (it overwrites it), so any map serves. Any
+// other operand (computed; for GEMM also broadcast or strided both ways) is materialized.
 void mark_library_operands(const Node& call, std::unordered_map<const Node*, std::string>* reason) {
   for (const auto& in : call.inputs) {
     auto vb = resolve_view_base(*in, [&](const Node* x) { return reason->count(x) > 0; });
     bool in_place = vb && (vb->materialized || vb->base->op == Op::Buffer) &&
-                    matrix_layout(in->shape[0], in->shape[1], vb->map);
+                    (call.op == Op::Linalg || matrix_layout(in->shape[0], in->shape[1], vb->map));
+    bool stored = vb && (vb->materialized || vb->base->op == Op::Buffer);
     if (!in_place && !reason->count(in.get()))
       (*reason)[in.get()] = std::string("operand of a library call (") + op_name(call.op) +
-                            ") in a layout BLAS cannot read";
+                            (stored ? ") in a layout BLAS cannot read" : "), computed first");
   }
 }
 
@@ -156,7 +162,7 @@ std::unordered_map<const Node*, std::string> find_boundaries(const Graph& g,
       }
       if (!composes) reason[in] = "reshape of a non-contiguous view needs a copy";
     }
-    if (n->op == Op::MatMul) mark_library_operands(*n, &reason);
+    if (n->op == Op::MatMul || n->op == Op::Linalg) mark_library_operands(*n, &reason);
   }
   return reason;
 }
@@ -196,11 +202,17 @@ void make_groups(const Graph& g, const std::vector<const Node*>& order,
       gr.outputs.push_back({self, self, false, 0});
       gr.domain = n->shape;
       gr.chunks = n->chunks;
-      gr.library = n->op == Op::MatMul;
+      gr.library = n->op == Op::MatMul || n->op == Op::Linalg;
       f->groups.push_back(std::move(gr));
     }
   }
   compute_deps(f);
+}
+
+bool writes_concat(const Group& g) {
+  for (const auto& o : g.outputs)
+    if (o.target->op == Op::Concat) return true;
+  return false;
 }
 
 // Merges independent groups over the same domain and chunks into multi-output kernels (each
@@ -222,6 +234,9 @@ void merge_siblings(FusedGraph* f) {
       const Group& gb = f->groups[b];
       if (ga.domain != gb.domain || ga.chunks != gb.chunks) continue;
       if (ga.library || gb.library) continue;  // a library call is not a kernel
+      // Pieces of one concatenation read different arrays: merged, they would only lose the
+      // parallelism of their blocks (ten one-block pieces would run as one task).
+      if (writes_concat(ga) && writes_concat(gb)) continue;
       // Independent both ways. reach[.][a] and reach[a][.] stand for everything merged into a
       // (kept up to date below), so merging can never close a cycle between kernels.
       if (reach[b][a] || reach[a][b]) continue;

@@ -312,8 +312,7 @@ class Run {
     std::lock_guard<std::mutex> lock(alloc_mu_);
     if (data_[a]) return;
     const PlanArray& arr = p_.arrays[a];
-    data_[a] = host_buffer(arr.bytes);
-    if (arr.node->op == Op::Concat) std::memset(data_[a].get(), 0, arr.bytes);
+    data_[a] = host_buffer(arr.bytes);  // a concatenation's pieces cover all of it
   }
 
   void release_reader(int a) {
@@ -483,6 +482,7 @@ class Run {
   int64_t run_library(const PlanTask& task) {
     const PlanGroup& g = p_.groups[task.group];
     const PlanLibrary& l = p_.libraries[g.library];
+    if (l.op == Op::Linalg) return run_lapack(l);
     int64_t lo[2], ext[2];
     p_.block_box(g, task.block, lo, ext);
     int64_t k0 = l.k_starts[task.split], kn = l.k_starts[task.split + 1] - k0;
@@ -511,6 +511,27 @@ class Run {
     for (const LibraryOperand* op : {&l.a, &l.b})
       if (op->array >= 0) release_reader(op->array);
     return ext[0] * ext[1] * static_cast<int64_t>(es);
+  }
+
+  // A LAPACK call on its whole operands, into the packed result. Returns the bytes it wrote.
+  int64_t run_lapack(const PlanLibrary& l) {
+    auto ref = [&](const LibraryOperand& op, int64_t rows, int64_t cols) {
+      library::MatrixRef r;
+      r.data = op.array >= 0 ? data_[op.array].get() : params_[op.slot].ptr;
+      r.rows = rows;
+      r.cols = cols;
+      r.offset = op.layout.offset;
+      r.row_stride = op.layout.row_stride;
+      r.col_stride = op.layout.col_stride;
+      return r;
+    };
+    bool has_b = l.b.array >= 0 || l.b.slot >= 0;
+    library::MatrixRef a = ref(l.a, l.m, l.n), b = ref(l.b, l.m, l.k);
+    ensure_array(l.out);
+    library::lapack(l.fn, l.dtype, a, has_b ? &b : nullptr, data_[l.out].get());
+    for (const LibraryOperand* op : {&l.a, &l.b})
+      if (op->array >= 0) release_reader(op->array);
+    return static_cast<int64_t>(p_.arrays[l.out].bytes);
   }
 
   // Adds a result block's partials (splits 1, 2, ...) to it, in split order; frees them.

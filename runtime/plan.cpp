@@ -203,6 +203,16 @@ std::string storage_summary(const Plan& p) {
   for (size_t k = 0; k < p.libraries.size(); ++k) {
     const PlanLibrary& l = p.libraries[k];
     const PlanGroup& g = p.groups[l.group];
+    if (l.op == Op::Linalg) {
+      s += "library call " + std::to_string(l.group) + ": " + node_label(*p.arrays[l.out].node) +
+           " = " + linalg_name(l.fn) + " of A " + shape_str({l.m, l.n}) +
+           (l.b.array >= 0 || l.b.slot >= 0 ? " and B " + shape_str({l.m, l.k}) : "") + ", " +
+           l.routine + " in one task, on a copy\n";
+      for (const LibraryOperand* op : {&l.a, &l.b})
+        if (op->array >= 0 || op->slot >= 0)
+          s += std::string("  ") + (op == &l.a ? "A" : "B") + ": " + op->from + "\n";
+      continue;
+    }
     s += "library call " + std::to_string(l.group) + ": " + node_label(*p.arrays[l.out].node) +
          " = A " + shape_str({l.m, l.k}) + " @ B " + shape_str({l.k, l.n}) + ", " + l.routine +
          " per block (" + std::to_string(g.blocks) + " blocks x " +
@@ -284,7 +294,8 @@ class PlanBuilder {
         g.library = static_cast<int>(p_.libraries.size());
         g.chunks = library_chunks(grp);
         p_.libraries.push_back(make_library(grp, static_cast<int>(gi)));
-        p_.libraries.back().chained = grid_blocks(g.chunks) >= cores();
+        p_.libraries.back().chained =
+            grp.outputs[0].target->op == Op::MatMul && grid_blocks(g.chunks) >= cores();
       }
       g.blocks = grid_blocks(g.chunks);
       for (const auto& c : g.chunks) {
@@ -481,11 +492,13 @@ class PlanBuilder {
     end_of_[gi] = end;
   }
 
-  // The result's block grid: the operands' row and column chunks, rows split further into panels
-  // when a product has fewer calls than the machine has cores and enough work to share (library
-  // calls run single-threaded BLAS; codegen/library.hpp). Splitting rows changes no value.
+  // The result's block grid. LAPACK calls: one block. Products: the operands' row and column
+  // chunks, rows split further into panels when a product has fewer calls than the machine has
+  // cores and enough work to share (library calls run single-threaded BLAS; codegen/library.hpp).
+  // Splitting rows changes no value.
   Chunks library_chunks(const Group& grp) const {
     const Node& mm = *grp.outputs[0].target;
+    if (mm.op == Op::Linalg) return single_chunks(mm.shape);
     Chunks c = mm.chunks;
     int64_t k = mm.in(0)->shape[1];
     int64_t calls = grid_blocks(c) * static_cast<int64_t>(contraction_splits(mm).size() - 1);
@@ -523,11 +536,15 @@ class PlanBuilder {
     return starts;
   }
 
-  // The operand `in` of a library call, read in place (fuse made sure its layout allows it).
-  LibraryOperand library_operand(const NodeRef& in) const {
+  // The operand `in` of a library call, read in place (fuse made sure its layout allows it; a
+  // LAPACK call copies it, so only its map matters there).
+  LibraryOperand library_operand(const NodeRef& in, bool gemm) const {
     auto vb = resolve_view_base(*in, [&](const Node* x) { return f_.producer.count(x) > 0; });
-    auto layout = vb ? matrix_layout(in->shape[0], in->shape[1], vb->map) : std::nullopt;
-    if (!layout) throw InternalError("plan: a library operand BLAS cannot read in place");
+    std::optional<MatrixLayout> layout;
+    if (vb && gemm) layout = matrix_layout(in->shape[0], in->shape[1], vb->map);
+    if (vb && !gemm && vb->map.strides.size() == 2)
+      layout = MatrixLayout{vb->map.offset, vb->map.strides[0], vb->map.strides[1], false, 0};
+    if (!layout) throw InternalError("plan: a library operand that cannot be read in place");
     LibraryOperand op;
     op.layout = *layout;
     if (vb->materialized) {
@@ -544,13 +561,27 @@ class PlanBuilder {
     const Node& mm = *grp.outputs[0].target;
     PlanLibrary l;
     l.group = gi;
+    l.op = mm.op;
     l.dtype = mm.dtype;
+    l.out = array_of_.at(&mm);
+    if (mm.op == Op::Linalg) {
+      l.fn = LinalgFn(mm.attrs.ints[0]);
+      l.m = mm.in(0)->shape[0];
+      l.n = mm.in(0)->shape[1];
+      l.a = library_operand(mm.in(0), false);
+      if (mm.inputs.size() > 1) {
+        l.k = mm.in(1)->shape[1];
+        l.b = library_operand(mm.in(1), false);
+      }
+      l.k_starts = {0, 0};
+      l.routine = std::string("LAPACK ") + linalg_routines(l.fn);
+      return l;
+    }
     l.m = mm.shape[0];
     l.n = mm.shape[1];
     l.k = mm.in(0)->shape[1];
-    l.a = library_operand(mm.in(0));
-    l.b = library_operand(mm.in(1));
-    l.out = array_of_.at(&mm);
+    l.a = library_operand(mm.in(0), true);
+    l.b = library_operand(mm.in(1), true);
     l.k_starts = contraction_splits(mm);
     int64_t rows = mm.chunks[0].empty() ? 0 : mm.chunks[0][0];
     int64_t cols = mm.chunks[1].empty() ? 0 : mm.chunks[1][0];

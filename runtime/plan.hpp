@@ -10,6 +10,7 @@
 #include "codegen/backend.hpp"
 #include "codegen/lower.hpp"
 #include "ir/fused.hpp"
+#include "ir/linalg.hpp"
 #include "ir/view.hpp"
 
 namespace kiln {
@@ -66,11 +67,16 @@ struct LibraryOperand {
 // a block run one after the other, each adding its product to the block (BLAS's beta = 1: no
 // partials, no extra pass); otherwise they run in parallel into partials that a LibrarySum task
 // adds to the block in split order. Either way the result is the same for any thread count.
+//
+// A LAPACK call (Linalg) is one task over its whole operands: a (m, n), and b (m, k) for solve
+// and lstsq; it writes the node's packed result (ir/linalg.hpp).
 struct PlanLibrary {
   int group = 0;
+  Op op = Op::MatMul;  // MatMul or Linalg
+  LinalgFn fn{};       // Linalg: which
   DType dtype = DType::Float64;
   int64_t m = 0, n = 0, k = 0;
-  LibraryOperand a, b;
+  LibraryOperand a, b;            // Linalg: b.array < 0 && b.slot < 0 when it has no b
   int out = 0;                    // PlanArray of the result (one buffer, row-major)
   std::vector<int64_t> k_starts;  // contraction splits: their starts, then k
   bool chained = false;           // splits of a block accumulate in turn (else: partials)

@@ -26,6 +26,7 @@ constexpr int64_t kMaxExtent = 2147483647, kMaxThreads = 1024, kMaxRepeat = 1000
 
 struct RunOptions {
   int64_t size = 0, chunk = 0;  // 0: the workload's default
+  int64_t cols = 0;             // matrix workloads' columns; 0: the default
   int threads = 0, repeat = 1;  // threads 0: all cores
   bool no_fuse = false, no_push_slices = false, emit_ir = false, json = false;
   bool resident = false;  // x computed before the timed computes, which read it from memory
@@ -42,6 +43,10 @@ struct Outcome {
 
 int64_t size_of(const kiln::workloads::Workload& w, const RunOptions& o) {
   return o.size > 0 ? o.size : w.size;
+}
+
+int64_t cols_of(const kiln::workloads::Workload& w, const RunOptions& o) {
+  return o.cols > 0 ? o.cols : w.cols;
 }
 
 int64_t chunk_of(const kiln::workloads::Workload& w, const RunOptions& o) {
@@ -105,7 +110,7 @@ void run_solver_once(const kiln::workloads::Workload& w, const RunOptions& o, bo
   if (first) co.ir = ir;
   kiln::Stats before = kiln::stats();
   kiln::workloads::SolveStats st;
-  out->results = w.solve(size_of(w, o), chunk_of(w, o), co, &st);
+  out->results = w.solve(size_of(w, o), chunk_of(w, o), cols_of(w, o), co, &st);
   kiln::Stats after = kiln::stats();
   times->push_back(st.seconds);
   out->compile_seconds += after.compile_seconds - before.compile_seconds;
@@ -140,6 +145,9 @@ Outcome run_workload(const kiln::workloads::Workload& w, const RunOptions& o, st
   if (w.solve && (!o.dot.empty() || !o.trace.empty()))
     throw kiln::Error("kiln run: --emit-dot and --trace record one compute(); '" + w.name +
                       "' is a solver of many computes (use --emit-ir to see them)");
+  if (o.cols > 0 && w.cols == 0)
+    throw kiln::Error("kiln run: --cols is for the matrix workloads (svd, logistic-gd); '" +
+                      w.name + "' is N x N");
   if (w.solve && o.resident)
     throw kiln::Error("kiln run: --resident is for workloads that generate x; '" + w.name +
                       "' makes its data before its timed solver already");
@@ -164,6 +172,7 @@ nlohmann::json to_json(const kiln::workloads::Workload& w, const RunOptions& o, 
   j["workload"] = w.name;
   j["size"] = size_of(w, o);
   j["chunk"] = chunk_of(w, o);
+  if (w.cols > 0) j["cols"] = cols_of(w, o);
   j["threads"] = o.threads;
   j["fused"] = !o.no_fuse;
   j["push_slices"] = !o.no_push_slices;
@@ -197,7 +206,7 @@ void print_row(const kiln::workloads::Workload& w, const RunOptions& o, const Ou
               static_cast<long long>(size_of(w, o)), static_cast<long long>(chunk_of(w, o)),
               o.no_fuse ? "no" : "yes", r.results[0]);
   for (size_t k = 1; k < r.results.size(); ++k)
-    std::printf(" (%s %.0f)", w.output_names[k].c_str(), r.results[k]);
+    std::printf(" (%s %.6g)", w.output_names[k].c_str(), r.results[k]);
   std::printf("  %8.3f s  compile %6.3f s  %6lld tasks  %2lld kernels  peak %s\n", r.seconds,
               r.compile_seconds, static_cast<long long>(r.tasks), static_cast<long long>(r.kernels),
               human_bytes(r.peak_bytes).c_str());
@@ -278,7 +287,10 @@ int kiln_main(int argc, char** argv) {
   std::string name;
   auto* run = app.add_subcommand("run", "run one workload");
   run->add_option("workload", name, "workload name (see kiln list)")->required();
-  run->add_option("--size", opt.size, "N (arrays are N x N)")->check(int_in(1, kMaxExtent));
+  run->add_option("--size,--rows", opt.size, "N (arrays are N x N; matrix workloads: N rows)")
+      ->check(int_in(1, kMaxExtent));
+  run->add_option("--cols", opt.cols, "K: the columns of a matrix workload's N x K data")
+      ->check(int_in(1, kMaxExtent));
   run->add_option("--chunk", opt.chunk, "C (blocks are C x C)")->check(int_in(1, kMaxExtent));
   run->add_option("--threads", opt.threads, "worker threads (default: all cores)")
       ->check(int_in(1, kMaxThreads));

@@ -26,8 +26,8 @@ Array leaf(const NDArray& keep, const Shape& chunks) {
 // The logistic regression problem of seed 000 (dask-glm's benchmarks): X ~ N(0, 1), (n, 100)
 // in row blocks of c, y = [X w + N(0, 1) > 0] with w_j = (j mod 7 - 3) / 3; then dask-glm's
 // gradient descent, 20 iterations at most.
-std::vector<double> logistic_gd(int64_t n, int64_t c, const ComputeOptions& opt, SolveStats* st) {
-  const int64_t p = 100;
+std::vector<double> logistic_gd(int64_t n, int64_t c, int64_t p, const ComputeOptions& opt,
+                                SolveStats* st) {
   random::Generator rng(0);
   Array x = rng.normal(0, 1, {n, p}, {c, p});
   std::vector<double> w(p);
@@ -42,6 +42,28 @@ std::vector<double> logistic_gd(int64_t n, int64_t c, const ComputeOptions& opt,
                             &iterations);
   st->seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return {loss, static_cast<double>(iterations)};
+}
+
+// Seed 000's SVD: x = normal(0, 1, (m, k)) in row blocks of c, made before the timed part; then
+// u, s, vh = svd(x) (TSQR over the row blocks), timed; results: the first 5 singular values and
+// ||u s vh - x|| / ||x||, computed after the timing.
+std::vector<double> svd_workload(int64_t m, int64_t c, int64_t k, const ComputeOptions& opt,
+                                 SolveStats* st) {
+  NDArray data = compute({random::Generator(0).normal(0, 1, {m, k}, {c, k})}, opt)[0];
+  Array x = leaf(data, {c, k});
+  auto t0 = std::chrono::steady_clock::now();
+  linalg::SVD f = linalg::svd(x);
+  std::vector<NDArray> r = run({f.u, f.s, f.vh}, opt, st);
+  st->seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  Array u = from_buffer(r[0].data(), r[0].dtype(), r[0].shape(), {c, r[0].shape()[1]});
+  Array s = from_buffer(r[1].data(), r[1].dtype(), r[1].shape());
+  Array vh = from_buffer(r[2].data(), r[2].dtype(), r[2].shape());
+  double err =
+      compute({linalg::norm(matmul(u * s, vh) - x) / linalg::norm(x)}, opt)[0].item<double>();
+  std::vector<double> out;
+  for (int64_t q = 0; q < 5; ++q) out.push_back(q < r[1].size() ? r[1].at(q) : 0.0);
+  out.push_back(err);
+  return out;
 }
 
 }  // namespace
@@ -167,7 +189,20 @@ const std::vector<Workload>& all() {
        nullptr,
        {"loss", "iterations"},
        logistic_gd,
-       nullptr},
+       nullptr,
+       100},
+      {"svd",
+       "000 (SVD of a chunked array with NumPy, Dask and CuPy)",
+       "x = normal(0, 1, (N, K), chunks=(C, K)); u, s, vh = svd(x) (TSQR, then gesdd of the K x K "
+       "factor): result = s[0], then s[1..4] and ||u s vh - x|| / ||x|| (not timed); --cols K",
+       10000,
+       5000,
+       nullptr,
+       nullptr,
+       {"s0", "s1", "s2", "s3", "s4", "error"},
+       svd_workload,
+       nullptr,
+       1000},
       {"matmul",
        "000 (linear algebra on chunked arrays)",
        "x = uniform(-1, 1, (N, N), chunks=(C, C)); (x @ x).sum(): a gemm per block and "

@@ -19,6 +19,7 @@ struct Workload {
   std::string seed;         // which seed document it comes from
   std::string description;  // the expression, NumPy style
   int64_t size, chunk;      // defaults
+  // Matrix workloads (solvers): the columns of the (size x cols) data, --cols; 0: not one.
   // Expression workloads: `input` is the random x for size N and chunk C (lazy: a generator),
   // `expr` the lazy outputs over it; the first output is "the result". build() makes x inside
   // the kernels; `kiln run --resident` computes input() once and times expr over the buffer.
@@ -28,12 +29,14 @@ struct Workload {
   // Iterative workloads (a solver: many computes with host logic between them) set `solve`
   // instead of `build`: it makes the problem, runs the solver with these options and returns
   // the results named by output_names.
-  std::function<std::vector<double>(int64_t n, int64_t c, const ComputeOptions&, SolveStats*)>
+  std::function<std::vector<double>(int64_t n, int64_t c, int64_t cols, const ComputeOptions&,
+                                    SolveStats*)>
       solve;
 
   // Floating-point operations of one run at size N, when the workload is compute-bound (kiln run
   // --json reports gflops); null otherwise.
   std::function<double(int64_t n)> flops;
+  int64_t cols = 0;
 
   std::vector<Array> build(int64_t n, int64_t c) const { return expr(input(n, c)); }
 };

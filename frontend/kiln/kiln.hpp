@@ -320,6 +320,61 @@ Array tensordot(const Array& a, const Array& b, std::vector<int> axes_a, std::ve
 // ellipses are not supported (kiln::Error).
 Array einsum(const std::string& subscripts, const std::vector<Array>& operands);
 
+// numpy.linalg on 2-D arrays (stacks of matrices are not supported): each factorization is a
+// LAPACK call (a library node) whose parts are views of one result, so computing several parts
+// of it (compute({s.u, s.s, s.vh})) factorizes once. Integer and bool inputs are factorized in
+// float64, as NumPy does. Bad input (shapes, a singular matrix, one that is not positive
+// definite, NaN or inf in a factorization's input) is a kiln::Error, raised by compute() for
+// what depends on the values.
+namespace linalg {
+struct QR {
+  Array q, r;
+};
+struct SVD {
+  Array u, s, vh;
+};
+struct SlogDet {
+  Array sign, logabsdet;
+};
+struct Eigh {
+  Array eigenvalues, eigenvectors;
+};
+struct Lstsq {
+  Array x, residuals, rank, s;
+};
+// Reduced QR, q (m, k) r (k, n), k = min(m, n). A tall array (m >= n) in several row chunks is
+// factorized by TSQR: a QR per block of rows (geqrf + orgqr, in parallel), the R factors stacked
+// and factorized again (a tree, 16 at a time), Q's blocks formed by one product each. Row chunks
+// shorter than n are merged with their neighbours; column chunks do not matter.
+QR qr(const Array& a);
+// Thin SVD (full_matrices=False): u (m, k), s (k) descending, vh (k, n). Tall arrays through TSQR
+// then the SVD of the n x n factor (gesdd), u's blocks formed by one product each; wide arrays
+// (m < n) as the transpose of the SVD of a.T.
+SVD svd(const Array& a);
+// Randomized SVD as Dask's svd_compressed: k components, n_oversamples extra columns, power
+// iterations each followed by a QR (TSQR) re-orthonormalization; the test matrix is
+// standard_normal from Generator(seed).
+SVD svd_compressed(const Array& a, int64_t k, int n_power_iter = 0, int64_t n_oversamples = 10,
+                   uint64_t seed = 0);
+Array cholesky(const Array& a);               // lower L, a = L L^T
+Array solve(const Array& a, const Array& b);  // b (n,) or (n, r)
+Array inv(const Array& a);
+Array det(const Array& a);        // 0-d; 0 for an exactly singular matrix
+SlogDet slogdet(const Array& a);  // sign 0 and -inf for a singular matrix
+Eigh eigh(const Array& a);        // symmetric a, its lower triangle read (UPLO='L')
+// Least squares (gelsd, rcond = eps * max(m, n) as NumPy 2): x, residuals (the squared norm of
+// b - a x per column when m > n, else empty; NumPy leaves them empty when rank < n too), rank
+// (int64, 0-d), s (the singular values of a).
+Lstsq lstsq(const Array& a, const Array& b);
+// Vector norms (ord: 2 = default, 1, inf, -inf, 0, any p) over one axis, matrix norms over two
+// ("fro" = default, "nuc", 1, -1, 2, -2, inf, -inf; 2, -2 and "nuc" from singular values).
+// axis empty: a 1-D input is a vector, a 2-D input a matrix.
+Array norm(const Array& x, std::optional<double> ord = std::nullopt, std::vector<int> axis = {},
+           bool keepdims = false);
+Array norm(const Array& x, const std::string& ord, std::vector<int> axis = {},
+           bool keepdims = false);
+}  // namespace linalg
+
 // ---- evaluation --------------------------------------------------------------------------------
 struct ComputeOptions {
   bool fuse = true;                 // false: every op its own kernel and task (--no-fuse)

@@ -6,7 +6,13 @@
 // (Cli.RunRejectsNumbersOutOfRange, Cli.SolverWorkloadsRefuseDotAndTrace,
 // Cli.WriteFailuresAreReported) and malformed traces given to `kiln report`
 // (Cli.Report* in tools/cli_test.cpp); a KILN_TARGET_CPU that is unknown or needs features the
-// host lacks (Target.UnknownCpusAndCpusWithFeaturesTheHostLacksAreRefused, tools/target_test.cpp).
+// host lacks (Target.UnknownCpusAndCpusWithFeaturesTheHostLacksAreRefused, tools/target_test.cpp);
+// linear algebra (Linalg.BadInputIsAClearError: mismatched contracted dimensions, 0-d operands,
+// tensordot/einsum/vdot shapes; Decompose.BadInputIsAClearError: non-square and non-2-D input,
+// right-hand sides of the wrong length, and at compute time a singular matrix in solve/inv, a
+// matrix that is not positive definite in cholesky, NaN in a factorization's input, with
+// LAPACK's info; both in frontend/), and --cols given to a workload that is N x N
+// (Cli.ColsIsForMatrixWorkloads).
 #include "oracle.hpp"
 #include "support/flags.hpp"
 

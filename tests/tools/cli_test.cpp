@@ -146,6 +146,17 @@ TEST(Cli, MatmulWorkloadReportsGflopsAndTheSameProductOnEveryDevice) {
   EXPECT_TRUE(std::isfinite(cpu["result"].get<double>()));
 }
 
+TEST(Cli, ColsIsForMatrixWorkloads) {
+  int rc = 0;
+  std::string out = run("run diamond --size 100 --cols 5", &rc);
+  EXPECT_EQ(rc, 2) << out;
+  EXPECT_NE(out.find("--cols is for the matrix workloads"), std::string::npos) << out;
+  nlohmann::json j = nlohmann::json::parse(run("run svd --rows 300 --cols 20 --chunk 70 --json"));
+  EXPECT_EQ(j["cols"].get<int64_t>(), 20);
+  EXPECT_LT(j["error"].get<double>(), 1e-13) << j;
+  EXPECT_GT(j["result"].get<double>(), j["s4"].get<double>()) << j;
+}
+
 TEST(Cli, UnfusedGivesTheSameResult) {
   std::string a = run("run diamond --size 300 --chunk 100 --json");
   std::string b = run("run diamond --size 300 --chunk 100 --json --no-fuse");

@@ -526,7 +526,8 @@ class Run {
       return r;
     };
     bool has_b = l.b.array >= 0 || l.b.slot >= 0;
-    library::MatrixRef a = ref(l.a, l.m, l.n), b = ref(l.b, l.m, l.k);
+    library::MatrixRef a = ref(l.a, l.m, l.n), b;
+    if (has_b) b = ref(l.b, l.m, l.k);
     ensure_array(l.out);
     library::lapack(l.fn, l.dtype, a, has_b ? &b : nullptr, data_[l.out].get());
     for (const LibraryOperand* op : {&l.a, &l.b})

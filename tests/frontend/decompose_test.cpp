@@ -66,6 +66,21 @@ TEST(Decompose, QrTsqrAndDirect) {
   }
 }
 
+TEST(Decompose, IllConditionedTallBlocksStayOrthogonal) {
+  // Tall blocks are factorized by CholeskyQR2 when well conditioned; these columns span 12
+  // orders of magnitude (condition ~1e12), which must take the Householder path instead.
+  NDArray g = kt::random_array(DType::Float64, {400, 5}, 617);
+  NDArray a = kt::numpy({{"g", g}}, {"g * np.array([1, 1e-3, 1e-6, 1e-9, 1e-12])"})[0];
+  for (Shape chunks : {Shape{400, 5}, Shape{100, 5}}) {
+    linalg::QR f = linalg::qr(lazy(a, chunks));
+    auto got = compute({f.q, f.r});
+    auto check = kt::numpy({{"a", a}, {"q", got[0]}, {"r", got[1]}},
+                           {"np.abs(q.T @ q - np.eye(5)).max()", "np.abs(q @ r - a).max()"});
+    EXPECT_LT(check[0].at(0), 1e-12) << shape_str(chunks);
+    EXPECT_LT(check[1].at(0), 1e-14) << shape_str(chunks);
+  }
+}
+
 TEST(Decompose, SvdTsqrDirectAndWide) {
   for (DType t : {DType::Float64, DType::Float32}) {
     struct Case {

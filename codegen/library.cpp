@@ -23,10 +23,13 @@ blasint fit(int64_t v, const char* what) {
   return static_cast<blasint>(v);
 }
 
-// Checked before every call (a cheap read), since the program may set OpenBLAS's threads too.
-void single_threaded_blas() {
-  if (openblas_get_num_threads() != 1) openblas_set_num_threads(1);
+// OpenBLAS's threads for the next calls; checked before every call (a cheap read), since the
+// program may set them too.
+void blas_threads(int threads) {
+  threads = std::max(threads, 1);
+  if (openblas_get_num_threads() != threads) openblas_set_num_threads(threads);
 }
+void single_threaded_blas() { blas_threads(1); }
 
 template <class T>
 void zero(int64_t m, int64_t n, T* c, int64_t ldc) {
@@ -407,9 +410,9 @@ void tall_qr(int m, int n, Workspace<T>& w, T* out) {
 }
 
 template <class T>
-void lapack_typed(LinalgFn f, const MatrixRef& a, const MatrixRef* b, T* out) {
+void lapack_typed(LinalgFn f, const MatrixRef& a, const MatrixRef* b, T* out, int threads) {
   using L = Lapack<T>;
-  single_threaded_blas();
+  blas_threads(threads);
   const int m = fit(a.rows, "rows"), n = fit(a.cols, "columns");
   const int k = std::min(m, n);
   const int lda = std::max(1, m);
@@ -581,11 +584,11 @@ void lapack_typed(LinalgFn f, const MatrixRef& a, const MatrixRef* b, T* out) {
 
 }  // namespace
 
-void lapack(LinalgFn f, DType t, const MatrixRef& a, const MatrixRef* b, void* out) {
+void lapack(LinalgFn f, DType t, const MatrixRef& a, const MatrixRef* b, void* out, int threads) {
   if (t == DType::Float64)
-    lapack_typed(f, a, b, static_cast<double*>(out));
+    lapack_typed(f, a, b, static_cast<double*>(out), threads);
   else if (t == DType::Float32)
-    lapack_typed(f, a, b, static_cast<float*>(out));
+    lapack_typed(f, a, b, static_cast<float*>(out), threads);
   else
     throw InternalError(std::string("library::lapack on ") + dtype_name(t));
 }

@@ -1,10 +1,12 @@
 // Library calls: the host BLAS routines that library nodes (MatMul) run on blocks. The one place
 // that includes OpenBLAS's cblas.h. The runtime calls these from its block tasks.
 //
-// Threads: every call runs on the calling worker's thread only (OpenBLAS is set to one thread
-// before each call if it is not): Kiln's workers already run one block task per core, and
-// OpenBLAS's own threads on top would oversubscribe the cores. Parallelism comes from the blocks
-// (the plan splits a large product into enough row panels for every core).
+// Threads: a call runs on the calling worker's thread only (OpenBLAS is set to one thread before
+// each call if it is not): Kiln's workers already run one block task per core, and OpenBLAS's
+// own threads on top would oversubscribe the cores. Parallelism comes from the blocks (the plan
+// splits a large product into enough row panels for every core). The exception: a LAPACK call
+// that the plan proves runs alone (every other group of the plan runs before or after it:
+// TSQR's small factorizations) gets the run's threads.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -43,10 +45,12 @@ struct MatrixRef {
 };
 
 // Runs LAPACK's f on a copy of a (and of b, for Solve and Lstsq) in dtype t, writing the packed
-// result (ir/linalg.hpp: linalg_parts, each part row-major) to `out`. Single-threaded, like
-// gemm(). Throws kiln::Error naming the operation for non-finite input, a singular matrix
-// (solve, inv), a matrix that is not positive definite (cholesky) and a factorization that did
-// not converge (svd, eigh, lstsq), with LAPACK's info.
-void lapack(LinalgFn f, DType t, const MatrixRef& a, const MatrixRef* b, void* out);
+// result (ir/linalg.hpp: linalg_parts, each part row-major) to `out`, with OpenBLAS on `threads`
+// threads (1 unless the plan knows nothing else runs meanwhile: PlanLibrary::exclusive). Throws
+// kiln::Error naming the operation for non-finite input, a singular matrix (solve, inv), a matrix
+// that is not positive definite (cholesky) and a factorization that did not converge (svd, eigh,
+// lstsq), with LAPACK's info.
+void lapack(LinalgFn f, DType t, const MatrixRef& a, const MatrixRef* b, void* out,
+            int threads = 1);
 
 }  // namespace kiln::library

@@ -142,6 +142,7 @@ class Run {
   }
 
   void run(int threads) {
+    threads_ = std::max(threads, 1);
     for (size_t t = 0; t < p_.tasks.size(); ++t)
       if (p_.tasks[t].waits == 0) ready_.push(static_cast<int>(t));
     if (threads <= 1) {
@@ -529,7 +530,8 @@ class Run {
     library::MatrixRef a = ref(l.a, l.m, l.n), b;
     if (has_b) b = ref(l.b, l.m, l.k);
     ensure_array(l.out);
-    library::lapack(l.fn, l.dtype, a, has_b ? &b : nullptr, data_[l.out].get());
+    library::lapack(l.fn, l.dtype, a, has_b ? &b : nullptr, data_[l.out].get(),
+                    l.exclusive ? threads_ : 1);
     for (const LibraryOperand* op : {&l.a, &l.b})
       if (op->array >= 0) release_reader(op->array);
     return static_cast<int64_t>(p_.arrays[l.out].bytes);
@@ -673,6 +675,7 @@ class Run {
   ReadySet ready_;
   std::vector<void*> partial_;
   std::vector<void*> library_partial_;  // Library tasks' partials, until their LibrarySum
+  int threads_ = 1;                     // of this run: exclusive LAPACK calls use them all
   std::atomic<bool> failed_{false};
   std::atomic<int64_t> tasks_run_{0};
   std::mutex error_mu_;

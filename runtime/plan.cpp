@@ -207,7 +207,8 @@ std::string storage_summary(const Plan& p) {
       s += "library call " + std::to_string(l.group) + ": " + node_label(*p.arrays[l.out].node) +
            " = " + linalg_name(l.fn) + " of A " + shape_str({l.m, l.n}) +
            (l.b.array >= 0 || l.b.slot >= 0 ? " and B " + shape_str({l.m, l.k}) : "") + ", " +
-           l.routine + " in one task, on a copy\n";
+           l.routine + " in one task, on a copy" +
+           (l.exclusive ? "; alone in the plan: with every thread of the run" : "") + "\n";
       for (const LibraryOperand* op : {&l.a, &l.b})
         if (op->array >= 0 || op->slot >= 0)
           s += std::string("  ") + (op == &l.a ? "A" : "B") + ": " + op->from + "\n";
@@ -256,6 +257,7 @@ class PlanBuilder {
     make_reductions();
     plan_blocked_arrays(p_);
     make_tasks();
+    mark_exclusive_calls();
     order_tasks();
   }
 
@@ -401,6 +403,7 @@ class PlanBuilder {
       PlanTask st{TaskKind::Start};
       st.group = static_cast<int>(gi);
       int start = add_task(st);
+      start_of_.push_back(start);
       if (g.library >= 0) {
         library_tasks(static_cast<int>(gi), start);
         continue;
@@ -640,6 +643,32 @@ class PlanBuilder {
     }
   }
 
+  // PlanLibrary::exclusive for LAPACK calls (one task each) that every other group precedes or
+  // follows; their Start then also waits for every ancestor's End. Quadratic in the groups, so
+  // only for plans of at most kMaxGroups.
+  void mark_exclusive_calls() {
+    constexpr size_t kMaxGroups = 2048;
+    const size_t n = p_.groups.size();
+    if (n > kMaxGroups || p_.libraries.empty()) return;
+    std::vector<std::vector<bool>> anc(n, std::vector<bool>(n, false));  // anc[g][h]: h before g
+    for (size_t g = 0; g < n; ++g)  // groups are in topological order
+      for (int d : f_.groups[g].deps) {
+        anc[g][d] = true;
+        for (size_t h = 0; h < n; ++h)
+          if (anc[d][h]) anc[g][h] = true;
+      }
+    for (PlanLibrary& l : p_.libraries) {
+      if (l.op != Op::Linalg) continue;
+      auto g = static_cast<size_t>(l.group);
+      bool alone = true;
+      for (size_t h = 0; h < n && alone; ++h) alone = h == g || anc[g][h] || anc[h][g];
+      if (!alone) continue;
+      l.exclusive = true;
+      for (size_t h = 0; h < n; ++h)
+        if (anc[g][h]) edge(end_of_[h], start_of_[g]);
+    }
+  }
+
   // Run order among ready tasks (PlanTask::order); tasks were added after their predecessors.
   void order_tasks() {
     const auto groups = static_cast<int64_t>(p_.groups.size());
@@ -669,7 +698,7 @@ class PlanBuilder {
   backend::Backend& be_;
   std::ostream* dump_;
   std::unordered_map<const Node*, int> array_of_;
-  std::vector<int> end_of_;
+  std::vector<int> start_of_, end_of_;
   std::vector<std::vector<int>> kernel_task_of_;
 };
 

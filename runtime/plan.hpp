@@ -80,7 +80,11 @@ struct PlanLibrary {
   int out = 0;                    // PlanArray of the result (one buffer, row-major)
   std::vector<int64_t> k_starts;  // contraction splits: their starts, then k
   bool chained = false;           // splits of a block accumulate in turn (else: partials)
-  std::string routine;            // the BLAS routine of a typical block, for --emit-ir
+  // A LAPACK call that runs alone: every other group of the plan is an ancestor (all finished
+  // before it starts: its Start waits for their Ends) or a descendant, so it may use every
+  // thread of the run without oversubscribing the cores.
+  bool exclusive = false;
+  std::string routine;  // the BLAS routine of a typical block, for --emit-ir
 };
 
 struct PlanGroup {

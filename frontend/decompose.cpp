@@ -67,16 +67,16 @@ std::vector<Array> row_blocks(const Array& a, int64_t min_rows) {
   return blocks;
 }
 
-// TSQR over row blocks (each with at least n rows): the R of their stack, and Q's blocks times
-// M = right(R) (or Q's blocks themselves without `right`): Q_i M = q_i (Q2_i M), where q_i is
-// block i's own Q and Q2_i its rows of the next level's Q, so each block needs one product.
-struct Tsqr {
-  std::vector<Array> q;
-  Array r;
-};
+// TSQR over row blocks (each with at least n rows), Q's blocks returned times some n x p matrix
+// M: Q_i M = q_i (Q2_i M), where q_i is block i's own Q and Q2_i its rows of the next level's
+// Q, so each block needs one product. The last level, a single block (the stacked R factors, or
+// the whole array), is left to `top`, which factorizes it and returns its own Q times M: for qr
+// its Q (M = I, keeping R), for svd its U (M = the U of R's SVD; an SVD of the stack directly,
+// which saves forming its Q and one product).
+using Top = std::function<Array(const Array& block)>;
 
-Tsqr tsqr(const std::vector<Array>& blocks, DType t,
-          const std::function<Array(const Array&)>& right) {
+std::vector<Array> tsqr(const std::vector<Array>& blocks, DType t, const Top& top) {
+  if (blocks.size() == 1) return {top(blocks[0])};
   const int64_t n = blocks[0].shape()[1];
   std::vector<Array> q, r;
   for (const Array& b : blocks) {
@@ -84,21 +84,17 @@ Tsqr tsqr(const std::vector<Array>& blocks, DType t,
     q.push_back(p[0]);
     r.push_back(p[1]);
   }
-  if (blocks.size() == 1) {
-    if (right) q[0] = matmul(q[0], right(r[0]));
-    return {q, r[0]};
-  }
   std::vector<Array> stacks;
   for (size_t s = 0; s < r.size(); s += kTsqrFanIn)
     stacks.push_back(concatenate(
         std::vector<Array>(r.begin() + s, r.begin() + std::min(r.size(), s + kTsqrFanIn)), 0));
-  Tsqr up = tsqr(stacks, t, right);
+  std::vector<Array> up = tsqr(stacks, t, top);
   for (size_t i = 0; i < q.size(); ++i) {
     auto j = static_cast<int64_t>(i % kTsqrFanIn);
-    Array rows = up.q[i / kTsqrFanIn].slice({Slice(j * n, (j + 1) * n), Slice::all()});
+    Array rows = up[i / kTsqrFanIn].slice({Slice(j * n, (j + 1) * n), Slice::all()});
     q[i] = matmul(q[i], rows);
   }
-  return {q, up.r};
+  return q;
 }
 
 // Concatenates blocks of rows (one block is itself).
@@ -113,12 +109,13 @@ QR qr(const Array& a) {
   DType t = float_type(a.dtype());
   const int64_t m = a.shape()[0], n = a.shape()[1];
   std::vector<Array> blocks = m >= n && n > 0 ? row_blocks(a, n) : std::vector<Array>{a};
-  if (blocks.size() == 1) {
-    std::vector<Array> p = call(LinalgFn::Qr, a, nullptr, t);
-    return {p[0], p[1]};
-  }
-  Tsqr f = tsqr(blocks, t, nullptr);
-  return {rows_of(f.q), f.r};
+  QR out;
+  out.q = rows_of(tsqr(blocks, t, [&](const Array& top) {
+    std::vector<Array> p = call(LinalgFn::Qr, top, nullptr, t);
+    out.r = p[1];
+    return p[0];
+  }));
+  return out;
 }
 
 SVD svd(const Array& a) {
@@ -130,18 +127,13 @@ SVD svd(const Array& a) {
     return {f.vh.T(), f.s, f.u.T()};
   }
   std::vector<Array> blocks = n > 0 ? row_blocks(a, n) : std::vector<Array>{a};
-  if (blocks.size() == 1) {
-    std::vector<Array> p = call(LinalgFn::Svd, a, nullptr, t);
-    return {p[0], p[1], p[2]};
-  }
   SVD out;
-  Tsqr f = tsqr(blocks, t, [&](const Array& r) {
-    std::vector<Array> p = call(LinalgFn::Svd, r, nullptr, t);  // R = Ur S Vh
+  out.u = rows_of(tsqr(blocks, t, [&](const Array& top) {
+    std::vector<Array> p = call(LinalgFn::Svd, top, nullptr, t);
     out.s = p[1];
     out.vh = p[2];
     return p[0];
-  });
-  out.u = rows_of(f.q);
+  }));
   return out;
 }
 

@@ -50,6 +50,17 @@ NDArray make_array(DType t, const Shape& shape, const std::vector<double>& value
 // libraries and ISAs (libmvec, glibc, NumPy's own SIMD code). Other dtypes: as same().
 ::testing::AssertionResult same_ulps(const NDArray& got, const NDArray& want, double ulps);
 
+// The message of the kiln::Error that f() throws, or "no error".
+template <class F>
+std::string error_of(F&& f) {
+  try {
+    f();
+  } catch (const kiln::Error& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
 // Wraps an NDArray as a lazy array (zero-copy) with the given block shape.
 kiln::Array lazy(const NDArray& a, const Shape& chunks = {});
 

@@ -348,8 +348,8 @@ struct Lstsq {
 // shorter than n are merged with their neighbours; column chunks do not matter.
 QR qr(const Array& a);
 // Thin SVD (full_matrices=False): u (m, k), s (k) descending, vh (k, n). Tall arrays through TSQR
-// then the SVD of the n x n factor (gesdd), u's blocks formed by one product each; wide arrays
-// (m < n) as the transpose of the SVD of a.T.
+// whose last stack of R factors is factorized by gesdd, u's blocks formed by one product each;
+// wide arrays (m < n) as the transpose of the SVD of a.T.
 SVD svd(const Array& a);
 // Randomized SVD as Dask's svd_compressed: k components, n_oversamples extra columns, power
 // iterations each followed by a QR (TSQR) re-orthonormalization; the test matrix is

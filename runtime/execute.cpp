@@ -488,12 +488,28 @@ class Run {
     p_.block_box(g, task.block, lo, ext);
     int64_t k0 = l.k_starts[task.split], kn = l.k_starts[task.split + 1] - k0;
     const size_t es = dtype_size(l.dtype);
-    auto at = [&](const LibraryOperand& op, int64_t row, int64_t col) {
+    const size_t read = static_cast<size_t>(task.block * (l.k_starts.size() - 1) + task.split);
+    // The operand's region: in its whole buffer, or (a streamed operand) in one of its blocks.
+    struct Region {
+      const char* data;
+      const MatrixLayout* layout;
+    };
+    auto region = [&](const LibraryOperand& op, const std::vector<LibraryRead>& reads, int64_t row,
+                      int64_t col) -> Region {
+      if (!reads.empty()) {
+        const LibraryRead& r = reads[read];
+        const void* block =
+            r.block >= 0 ? blocks_[p_.arrays[op.array].block_offset + r.block].get() : nullptr;
+        const char* data = static_cast<const char*>(block);
+        return {data ? data + r.layout.offset * es : nullptr, &r.layout};
+      }
       const char* base =
           static_cast<const char*>(op.array >= 0 ? data_[op.array].get() : params_[op.slot].ptr);
       const MatrixLayout& m = op.layout;
-      return base ? base + (m.offset + row * m.row_stride + col * m.col_stride) * es : nullptr;
+      return {base ? base + (m.offset + row * m.row_stride + col * m.col_stride) * es : nullptr,
+              &m};
     };
+    Region a = region(l.a, l.a_reads, lo[0], k0), b = region(l.b, l.b_reads, k0, lo[1]);
     void* c;
     int64_t ldc;
     if (task.partial_out < 0) {
@@ -506,11 +522,15 @@ class Run {
       ldc = ext[1];
     }
     bool accumulate = l.chained && task.split > 0;
-    library::gemm(l.dtype, l.a.layout.transposed, l.b.layout.transposed, ext[0], ext[1], kn,
-                  at(l.a, lo[0], k0), l.a.layout.ld, at(l.b, k0, lo[1]), l.b.layout.ld, c, ldc,
-                  accumulate);
-    for (const LibraryOperand* op : {&l.a, &l.b})
-      if (op->array >= 0) release_reader(op->array);
+    library::gemm(l.dtype, a.layout->transposed, b.layout->transposed, ext[0], ext[1], kn, a.data,
+                  a.layout->ld, b.data, b.layout->ld, c, ldc, accumulate);
+    for (const auto& [op, reads] : {std::pair{&l.a, &l.a_reads}, std::pair{&l.b, &l.b_reads}}) {
+      if (op->array < 0) continue;
+      if (reads->empty())
+        release_reader(op->array);
+      else if ((*reads)[read].block >= 0)
+        release_block_reader(op->array, (*reads)[read].block);
+    }
     return ext[0] * ext[1] * static_cast<int64_t>(es);
   }
 

@@ -99,6 +99,40 @@ std::optional<BlockRead> read_in_block(const PlanGroup& producer, const Shape& s
   return br;
 }
 
+// Where each task of GEMM call l reads its operand a (or b), an array of `shape` written per block
+// by `producer`: one block and a BLAS layout within it per task, or empty when some task's region
+// spans blocks or is not BLAS-readable there (or the call has no tasks).
+std::vector<LibraryRead> library_reads(const Plan& p, const PlanLibrary& l, bool b,
+                                       const PlanGroup& producer, const Shape& shape) {
+  const LibraryOperand& op = b ? l.b : l.a;
+  const MatrixLayout& m = op.layout;
+  auto c = array_coords(shape, m.offset, {m.row_stride, m.col_stride});
+  if (!c) return {};
+  const PlanGroup& g = p.groups[l.group];
+  const int64_t splits = static_cast<int64_t>(l.k_starts.size()) - 1;
+  std::vector<LibraryRead> reads;
+  for (int64_t blk = 0; blk < g.blocks; ++blk) {
+    int64_t lo[2], ext[2];
+    p.block_box(g, blk, lo, ext);
+    for (int64_t q = 0; q < splits; ++q) {
+      int64_t k0 = l.k_starts[q], kn = l.k_starts[q + 1] - k0;
+      int64_t rlo[2] = {b ? k0 : lo[0], b ? lo[1] : k0};
+      int64_t rext[2] = {b ? kn : ext[0], b ? ext[1] : kn};
+      auto br = read_in_block(producer, shape, *c, rlo, rext, 2);
+      if (!br) return {};
+      LibraryRead r;
+      r.block = br->block;
+      if (br->block >= 0) {
+        auto layout = matrix_layout(rext[0], rext[1], AffineMap{br->base, br->strides});
+        if (!layout) return {};
+        r.layout = *layout;
+      }
+      reads.push_back(r);
+    }
+  }
+  return reads;
+}
+
 // Decides which arrays are blocked (PlanArray::blocked) and fills every reader's block reads.
 void plan_blocked_arrays(Plan& p) {
   std::vector<int> writer(p.arrays.size(), -1), writes(p.arrays.size(), 0);
@@ -120,8 +154,8 @@ void plan_blocked_arrays(Plan& p) {
   for (const PlanReduce& r : p.reduces) reduced[r.array] = true;
   for (const PlanLibrary& l : p.libraries) {
     library_out[l.out] = true;
-    for (const LibraryOperand* op : {&l.a, &l.b})
-      if (op->array >= 0) library_in[op->array] = true;
+    for (const LibraryOperand* op : {&l.a, &l.b})  // LAPACK reads its operands whole
+      if (op->array >= 0 && l.op == Op::Linalg) library_in[op->array] = true;
   }
   for (size_t a = 0; a < p.arrays.size(); ++a) {
     PlanArray& arr = p.arrays[a];
@@ -166,6 +200,19 @@ void plan_blocked_arrays(Plan& p) {
         found[q].push_back(std::move(br));
       }
     }
+    // GEMM calls reading it: each call's region of it within one block.
+    std::vector<std::pair<int, int>> calls;  // (library, operand 0 = a / 1 = b)
+    for (size_t li = 0; li < p.libraries.size(); ++li)
+      for (int o : {0, 1})
+        if ((o ? p.libraries[li].b : p.libraries[li].a).array == static_cast<int>(a))
+          calls.push_back({static_cast<int>(li), o});
+    std::vector<std::vector<LibraryRead>> call_reads;
+    for (size_t q = 0; q < calls.size() && ok; ++q) {
+      call_reads.push_back(
+          library_reads(p, p.libraries[calls[q].first], calls[q].second != 0, producer, arr.shape));
+      ok = !call_reads.back().empty();
+      if (!ok) arr.whole_because = "read across blocks by a library call";
+    }
     if (!ok) continue;
     arr.blocked = true;
     arr.producer = writer[a];
@@ -187,6 +234,12 @@ void plan_blocked_arrays(Plan& p) {
         std::copy(br.strides.begin(), br.strides.end(), at + 2);
         if (br.block >= 0) ++arr.block_readers[br.block];
       }
+    }
+    for (size_t q = 0; q < calls.size(); ++q) {
+      PlanLibrary& l = p.libraries[calls[q].first];
+      for (const LibraryRead& r : call_reads[q])
+        if (r.block >= 0) ++arr.block_readers[r.block];
+      (calls[q].second ? l.b_reads : l.a_reads) = std::move(call_reads[q]);
     }
   }
 }
@@ -453,10 +506,19 @@ class PlanBuilder {
   void library_tasks(int gi, int start) {
     PlanGroup& g = p_.groups[gi];
     PlanLibrary& lib = p_.libraries[g.library];
-    for (int d : f_.groups[gi].deps) edge(end_of_[d], start);
+    auto streamed = [&](const LibraryOperand& op) {
+      return op.array >= 0 && p_.arrays[op.array].blocked;
+    };
+    for (int d : f_.groups[gi].deps) {  // whole operands: after their producer's End
+      bool whole = false;
+      for (const LibraryOperand* op : {&lib.a, &lib.b})
+        whole = whole || (op->array >= 0 && !streamed(*op) && writes(d, op->array));
+      if (whole || !(streamed(lib.a) || streamed(lib.b))) edge(end_of_[d], start);
+    }
     int splits = static_cast<int>(lib.k_starts.size()) - 1;
     for (const LibraryOperand* op : {&lib.a, &lib.b})
-      if (op->array >= 0) p_.arrays[op->array].readers += static_cast<int>(g.blocks) * splits;
+      if (op->array >= 0 && !streamed(*op))
+        p_.arrays[op->array].readers += static_cast<int>(g.blocks) * splits;
     PlanTask et{TaskKind::End};
     et.group = gi;
     std::vector<int> last;
@@ -476,6 +538,12 @@ class PlanBuilder {
         }
         int t = add_task(lt);
         edge(lib.chained && q > 0 ? calls.back() : start, t);
+        for (const auto* reads : {&lib.a_reads, &lib.b_reads}) {  // streamed operands' blocks
+          if (reads->empty()) continue;
+          const LibraryRead& r = (*reads)[static_cast<size_t>(b * splits + q)];
+          int producer = p_.arrays[(reads == &lib.a_reads ? lib.a : lib.b).array].producer;
+          if (r.block >= 0) edge(kernel_task_of_[producer][r.block], t);
+        }
         calls.push_back(t);
       }
       p_.work_tasks += splits;

@@ -61,6 +61,13 @@ struct LibraryOperand {
   std::string from;  // for --emit-ir: what it reads
 };
 
+// Where one GEMM call reads an operand that is a blocked array: the producer's block (-1: the
+// call reads nothing, an empty region) and the layout of the region within that block's buffer.
+struct LibraryRead {
+  int64_t block = -1;
+  MatrixLayout layout;
+};
+
 // A library call (MatMul, C = A @ B): result block (i, j) is the sum over the contraction splits
 // q of A[rows of i, split q] @ B[split q, cols of j], one BLAS call each (a Library task). Split 0
 // writes the result block. When there are at least as many result blocks as cores, the splits of
@@ -76,7 +83,11 @@ struct PlanLibrary {
   LinalgFn fn{};       // Linalg: which
   DType dtype = DType::Float64;
   int64_t m = 0, n = 0, k = 0;
-  LibraryOperand a, b;            // Linalg: b.array < 0 && b.slot < 0 when it has no b
+  LibraryOperand a, b;  // Linalg: b.array < 0 && b.slot < 0 when it has no b
+  // GEMM operands that are blocked arrays (computed per block, streamed into the calls: a
+  // producer's block is freed after the last call that reads it): per task, block * splits +
+  // split, where it reads; empty for an operand read whole.
+  std::vector<LibraryRead> a_reads, b_reads;
   int out = 0;                    // PlanArray of the result (one buffer, row-major)
   std::vector<int64_t> k_starts;  // contraction splits: their starts, then k
   bool chained = false;           // splits of a block accumulate in turn (else: partials)

@@ -189,6 +189,39 @@ TEST(Linalg, FusedEpilogueEqualsUnfusedAndNumPy) {
   }
 }
 
+TEST(Linalg, ComputedOperandsStreamIntoTheCallsBlockByBlock) {
+  // exp(X / 100) is computed per block of X, each block read by the GEMM calls of its rows (and,
+  // transposed, by the contraction split it covers) and freed after them: never one 6.4 MB array.
+  NDArray x = kt::random_array(DType::Float64, {2000, 400}, 533);
+  NDArray y = kt::random_array(DType::Float64, {400, 3}, 534);
+  NDArray z = kt::random_array(DType::Float64, {2000, 3}, 535);
+  Array X = lazy(x, {200, 400}), Y = lazy(y), Z = lazy(z, {200, 3});
+  Array A = exp(X / 100.0);
+  auto want =
+      kt::numpy({{"x", x}, {"y", y}, {"z", z}}, {"np.exp(x / 100) @ y", "np.exp(x / 100).T @ z"});
+  for (int threads : {1, 2}) {
+    for (Array prod : {matmul(A, Y), matmul(A.T(), Z)}) {
+      std::ostringstream ir;
+      ComputeOptions opt;
+      opt.ir = &ir;
+      opt.threads = threads;
+      NDArray got = compute({prod}, opt)[0];
+      int64_t peak = stats().last_peak_bytes;
+      bool first = prod.shape()[0] == 2000;
+      EXPECT_TRUE(same(got, want[first ? 0 : 1], 1e-12, 1e-12)) << threads;
+      // (push_slices moves the transpose into exp's operand: (400, 2000) blocks then.)
+      std::string shape = first ? "(2000, 400)" : "(400, 2000)";
+      EXPECT_NE(ir.str().find("Unary[exp] float64 " + shape + ": per block"), std::string::npos)
+          << ir.str();
+      EXPECT_LT(peak, 2000 * 400 * 8 / 2) << threads << " " << first;
+      ComputeOptions unfused;
+      unfused.fuse = false;
+      unfused.threads = threads;
+      EXPECT_TRUE(same(compute({prod}, unfused)[0], got, 1e-15, 1e-15));
+    }
+  }
+}
+
 TEST(Linalg, EmptyProductsAreZeros) {
   Array a = zeros({0, 3}), b = ones({3, 4}), c = ones({2, 0}), d = ones({0, 5});
   auto got = compute({matmul(a, b), matmul(c, d), matmul(ones({0}), ones({0}))});

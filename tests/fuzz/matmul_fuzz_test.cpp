@@ -1,7 +1,8 @@
 // Differential fuzzing of matmul against NumPy: random shapes (empty, 1, vectors, stacks), random
 // chunkings of each operand (uneven, single-element, contracted chunks that do not align),
 // transposed operands (read in place with BLAS's transpose flag), every dtype pair (float32,
-// float64, int32, int64, bool: BLAS, fused reductions and the exact integer paths). Each case is
+// float64, int32, int64, bool: BLAS, fused reductions and the exact integer paths), operands
+// computed per block (a * 2, streamed into the calls). Each case is
 // also computed unfused and with 2 threads, which must give the same bytes (a plan's sums are
 // fixed whatever runs them).
 //
@@ -24,6 +25,8 @@ struct Case {
   NDArray a, b;
   Shape ca, cb;
   bool transpose_b = false;  // b is given as its transpose's transpose
+  bool computed_a = false;   // a float a is used as a * 2: computed per block, streamed
+  bool computed_b = false;
 };
 
 int64_t env_int(const char* name, int64_t dflt) {
@@ -60,6 +63,8 @@ Case make_case(std::mt19937& rng, int index) {
   Case c;
   c.transpose_b = sb.size() == 2 && pick(3) == 0;
   Shape stored_b = c.transpose_b ? Shape{sb[1], sb[0]} : sb;
+  c.computed_a = is_float(ta) && pick(3) == 0;
+  c.computed_b = is_float(tb) && pick(3) == 0;
   c.a = kt::random_array(ta, sa, 1000 + index * 2, -2, 2);
   c.b = kt::random_array(tb, stored_b, 1001 + index * 2, -2, 2);
   c.ca = random_chunks(rng, sa);
@@ -67,7 +72,8 @@ Case make_case(std::mt19937& rng, int index) {
   std::ostringstream os;
   os << "case " << index << ": a " << dtype_name(ta) << shape_str(sa) << " chunks "
      << shape_str(c.ca) << ", b " << dtype_name(tb) << shape_str(stored_b)
-     << (c.transpose_b ? ".T" : "") << " chunks " << shape_str(c.cb);
+     << (c.transpose_b ? ".T" : "") << " chunks " << shape_str(c.cb)
+     << (c.computed_a ? ", a computed" : "") << (c.computed_b ? ", b computed" : "");
   c.text = os.str();
   return c;
 }
@@ -88,14 +94,17 @@ TEST(FuzzMatmul, ShapesChunkingsAndDtypesMatchNumPy) {
       cases.push_back(make_case(rng, static_cast<int>(q)));
       const Case& c = cases.back();
       std::string a = "a" + std::to_string(q), b = "b" + std::to_string(q);
-      std::string bb = c.transpose_b ? b + ".T" : b;
+      std::string aa = c.computed_a ? "(" + a + " * 2)" : a;
+      std::string bb = (c.computed_b ? "(" + b + " * 2)" : b) + (c.transpose_b ? ".T" : "");
       inputs.push_back({a, c.a});
       inputs.push_back({b, c.b});
-      exprs.push_back(a + " @ " + bb);
-      exprs.push_back("np.asarray(np.abs(" + a + ".astype(np.float64)) @ np.abs(" + bb +
+      exprs.push_back(aa + " @ " + bb);
+      exprs.push_back("np.asarray(np.abs(" + aa + ".astype(np.float64)) @ np.abs(" + bb +
                       ".astype(np.float64)))");
-      Array B = kt::lazy(c.b, c.cb);
-      got.push_back(matmul(kt::lazy(c.a, c.ca), c.transpose_b ? B.T() : B));
+      Array A = kt::lazy(c.a, c.ca), B = kt::lazy(c.b, c.cb);
+      if (c.computed_a) A = A * 2.0;
+      if (c.computed_b) B = B * 2.0;
+      got.push_back(matmul(A, c.transpose_b ? B.T() : B));
     }
     std::vector<NDArray> want = kt::numpy(inputs, exprs);
     std::vector<NDArray> res = compute(got);

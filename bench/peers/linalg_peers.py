@@ -2,6 +2,7 @@
 """Kiln's linear algebra side by side with NumPy and Dask, alternated in one run.
 
     bench/peers/.venv/bin/python bench/peers/linalg_peers.py build/release/kiln [--rounds R]
+        [--only svd|matmul]
 
 (`bash scripts/peers.sh` makes the venv from bench/peers/requirements.txt; this script needs only
 numpy and dask from it.) Workloads, each with its data made before the timed region:
@@ -65,6 +66,7 @@ def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("kiln", nargs="?", default="build/release/kiln")
     p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--only", choices=["svd", "matmul"], help="one workload's cases only")
     args = p.parse_args()
     import dask
     print(f"numpy {np.__version__}, dask {dask.__version__}, python {sys.version.split()[0]}; "
@@ -72,6 +74,8 @@ def main():
     rows = []
     for case in CASES:
         w, m, k, c = case
+        if args.only and w != args.only:
+            continue
         rng = np.random.default_rng(0)
         x = rng.standard_normal((m, k)) if w == "svd" else rng.uniform(-1, 1, (m, k))
         times = {"kiln": [], "numpy": [], "dask": []}

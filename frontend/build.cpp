@@ -136,4 +136,13 @@ int normalize_axis(const std::string& op, int axis, int rank) {
   return axis < 0 ? axis + rank : axis;
 }
 
+std::vector<Slice> index_slices(int64_t flat, const Shape& shape) {
+  std::vector<Slice> idx(shape.size());
+  for (size_t d = shape.size(); d-- > 0;) {
+    idx[d] = Slice::index(flat % shape[d]);
+    flat /= shape[d];
+  }
+  return idx;
+}
+
 }  // namespace kiln::detail

@@ -28,5 +28,8 @@ Chunks elementwise_chunks(const Shape& shape, const std::vector<NodeRef>& operan
 // A leaf view over a C-contiguous range of `shape`.
 Attrs contiguous_view(const Shape& shape);
 int normalize_axis(const std::string& op, int axis, int rank);
+// Integer indices (Slice::index) selecting the flat position `flat` of an array of `shape`, in C
+// order: one matrix of a stack when `shape` is its batch dims.
+std::vector<Slice> index_slices(int64_t flat, const Shape& shape);
 
 }  // namespace kiln::detail

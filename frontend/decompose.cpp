@@ -18,14 +18,46 @@ constexpr size_t kTsqrFanIn = 16;  // R factors stacked and factorized together 
 
 DType float_type(DType t) { return t == DType::Float32 ? DType::Float32 : DType::Float64; }
 
-void check_matrix(LinalgFn f, const Array& a, bool square) {
+// a is a matrix (stack = false) or a stack of them (..., m, n); square: m == n.
+void check_matrix(LinalgFn f, const Array& a, bool square, bool stack = false) {
   const std::string op = std::string("linalg.") + linalg_name(f);
   if (!a.node()) throw Error(op + ": the operand is an empty (default-constructed) Array");
-  if (a.ndim() != 2)
-    throw Error(op + ": expected a 2-D array, got shape " + shape_str(a.shape()) +
-                " (stacks of matrices are not supported)");
-  if (square && a.shape()[0] != a.shape()[1])
-    throw Error(op + ": expected a square matrix, got shape " + shape_str(a.shape()));
+  if (a.ndim() < 2 || (!stack && a.ndim() != 2))
+    throw Error(op + ": expected " +
+                (stack ? "an array of at least 2 dimensions (a matrix or a stack of them)"
+                       : "a 2-D array") +
+                ", got shape " + shape_str(a.shape()));
+  const int64_t m = a.shape()[a.ndim() - 2], n = a.shape()[a.ndim() - 1];
+  if (square && m != n)
+    throw Error(op + ": expected square matrices, got shape " + shape_str(a.shape()));
+}
+
+// f applied to each matrix of a stack (..., m, n), its parts stacked back behind the batch dims;
+// a matrix is one call. An empty stack still calls f once, on its first matrix's shape, to learn
+// the parts' shapes.
+std::vector<Array> per_matrix(const Array& a,
+                              const std::function<std::vector<Array>(const Array&)>& f) {
+  if (a.ndim() == 2) return f(a);
+  Shape batch(a.shape().begin(), a.shape().end() - 2);
+  const int64_t count = num_elements(batch);
+  std::vector<std::vector<Array>> parts;
+  for (int64_t q = 0; q < count; ++q) parts.push_back(f(a.slice(index_slices(q, batch))));
+  std::vector<Array> out;
+  std::vector<Array> shapes =
+      count ? parts[0]
+            : f(zeros({a.shape()[a.ndim() - 2], a.shape()[a.ndim() - 1]}, {}, a.dtype()));
+  for (size_t k = 0; k < shapes.size(); ++k) {
+    Shape s = batch;
+    s.insert(s.end(), shapes[k].shape().begin(), shapes[k].shape().end());
+    if (count == 0) {
+      out.push_back(zeros(s, {}, shapes[k].dtype()));
+      continue;
+    }
+    std::vector<Array> mats;
+    for (const auto& p : parts) mats.push_back(p[k]);
+    out.push_back(stack(mats, 0).reshape(s));
+  }
+  return out;
 }
 
 // One LAPACK call on a (m, n) and b (m, r), in dtype t: the parts of its packed result.
@@ -105,7 +137,14 @@ Array rows_of(const std::vector<Array>& blocks) {
 }  // namespace
 
 QR qr(const Array& a) {
-  check_matrix(LinalgFn::Qr, a, false);
+  check_matrix(LinalgFn::Qr, a, false, true);
+  if (a.ndim() > 2) {
+    std::vector<Array> p = per_matrix(a, [](const Array& m) {
+      QR f = qr(m);
+      return std::vector<Array>{f.q, f.r};
+    });
+    return {p[0], p[1]};
+  }
   DType t = float_type(a.dtype());
   const int64_t m = a.shape()[0], n = a.shape()[1];
   std::vector<Array> blocks = m >= n && n > 0 ? row_blocks(a, n) : std::vector<Array>{a};
@@ -119,7 +158,14 @@ QR qr(const Array& a) {
 }
 
 SVD svd(const Array& a) {
-  check_matrix(LinalgFn::Svd, a, false);
+  check_matrix(LinalgFn::Svd, a, false, true);
+  if (a.ndim() > 2) {
+    std::vector<Array> p = per_matrix(a, [](const Array& m) {
+      SVD f = svd(m);
+      return std::vector<Array>{f.u, f.s, f.vh};
+    });
+    return {p[0], p[1], p[2]};
+  }
   DType t = float_type(a.dtype());
   const int64_t m = a.shape()[0], n = a.shape()[1];
   if (m < n) {  // a = (a.T)^T = (U S Vh)^T = Vh^T S U^T
@@ -162,30 +208,30 @@ SVD svd_compressed(const Array& a, int64_t k, int n_power_iter, int64_t n_oversa
           small.vh.slice({Slice(0, k), Slice::all()})};
 }
 
-Array cholesky(const Array& a) {
-  check_matrix(LinalgFn::Cholesky, a, true);
-  return call(LinalgFn::Cholesky, a, nullptr, float_type(a.dtype()))[0];
+namespace {
+
+// One LAPACK call per matrix of a (a stack allowed), its parts.
+std::vector<Array> square_call(LinalgFn f, const Array& a) {
+  check_matrix(f, a, true, true);
+  DType t = float_type(a.dtype());
+  return per_matrix(a, [&](const Array& m) { return call(f, m, nullptr, t); });
 }
 
-Array inv(const Array& a) {
-  check_matrix(LinalgFn::Inv, a, true);
-  return call(LinalgFn::Inv, a, nullptr, float_type(a.dtype()))[0];
-}
+}  // namespace
 
-Array det(const Array& a) {
-  check_matrix(LinalgFn::Det, a, true);
-  return call(LinalgFn::Det, a, nullptr, float_type(a.dtype()))[0];
-}
+Array cholesky(const Array& a) { return square_call(LinalgFn::Cholesky, a)[0]; }
+
+Array inv(const Array& a) { return square_call(LinalgFn::Inv, a)[0]; }
+
+Array det(const Array& a) { return square_call(LinalgFn::Det, a)[0]; }
 
 SlogDet slogdet(const Array& a) {
-  check_matrix(LinalgFn::Slogdet, a, true);
-  std::vector<Array> p = call(LinalgFn::Slogdet, a, nullptr, float_type(a.dtype()));
+  std::vector<Array> p = square_call(LinalgFn::Slogdet, a);
   return {p[0], p[1]};
 }
 
 Eigh eigh(const Array& a) {
-  check_matrix(LinalgFn::Eigh, a, true);
-  std::vector<Array> p = call(LinalgFn::Eigh, a, nullptr, float_type(a.dtype()));
+  std::vector<Array> p = square_call(LinalgFn::Eigh, a);
   return {p[0], p[1]};
 }
 
@@ -207,7 +253,33 @@ Array rhs(LinalgFn f, const Array& a, const Array& b) {
 }  // namespace
 
 Array solve(const Array& a, const Array& b) {
-  check_matrix(LinalgFn::Solve, a, true);
+  check_matrix(LinalgFn::Solve, a, true, true);
+  if (!b.node())
+    throw Error("linalg.solve: the right-hand side is an empty (default-constructed) Array");
+  if (a.ndim() > 2 || b.ndim() > 2) {
+    // Stacks, as NumPy 2: a 1-D b is one vector for every matrix; otherwise b is (..., m, k) and
+    // the batch dims of a and b broadcast.
+    const int64_t m = a.shape()[a.ndim() - 1];
+    Shape ba(a.shape().begin(), a.shape().end() - 2), bb;
+    if (b.ndim() >= 2) bb.assign(b.shape().begin(), b.shape().end() - 2);
+    Shape batch = broadcast_shapes("linalg.solve", ba, bb);
+    Shape sa = batch, sb = batch;
+    sa.insert(sa.end(), {m, m});
+    if (b.ndim() >= 2) sb.insert(sb.end(), b.shape().end() - 2, b.shape().end());
+    Array af = a.broadcast_to(sa), bf = b.ndim() == 1 ? b : b.broadcast_to(sb);
+    std::vector<Array> xs;
+    for (int64_t q = 0; q < num_elements(batch); ++q) {
+      std::vector<Slice> idx = index_slices(q, batch);
+      xs.push_back(solve(af.slice(idx), b.ndim() == 1 ? b : bf.slice(idx)));
+    }
+    Shape out = batch;
+    if (b.ndim() == 1)
+      out.push_back(m);
+    else
+      out.insert(out.end(), b.shape().end() - 2, b.shape().end());
+    DType t = float_type(promote(a.dtype(), b.dtype()));
+    return xs.empty() ? zeros(out, {}, t) : stack(xs, 0).reshape(out);
+  }
   Array b2 = rhs(LinalgFn::Solve, a, b);
   DType t = float_type(promote(a.dtype(), b.dtype()));
   Array x = call(LinalgFn::Solve, a, &b2, t)[0];

@@ -48,16 +48,6 @@ Array matmul_2d(const Array& a, const Array& b, DType t) {
   return fold(x.reshape({m, k, 1}) * y.reshape({1, k, n}), 1);
 }
 
-// The index of flat position `flat` in `shape`, one integer index per dim.
-std::vector<Slice> index_of(int64_t flat, const Shape& shape) {
-  std::vector<Slice> idx(shape.size());
-  for (size_t d = shape.size(); d-- > 0;) {
-    idx[d] = Slice::index(flat % shape[d]);
-    flat /= shape[d];
-  }
-  return idx;
-}
-
 // Moves `axes` of a (in that order) to the end (last = true) or the front, the others keeping
 // their order; returns the permutation's free axes through `free`.
 Array move_axes(const Array& a, const std::vector<int>& axes, bool last, std::vector<int>* free) {
@@ -106,7 +96,8 @@ Array matmul(const Array& a, const Array& b) {
     Array xs = full(x), ys = full(y);
     std::vector<Array> parts;
     for (int64_t q = 0; q < num_elements(batch); ++q)
-      parts.push_back(matmul_2d(xs.slice(index_of(q, batch)), ys.slice(index_of(q, batch)), t));
+      parts.push_back(
+          matmul_2d(xs.slice(index_slices(q, batch)), ys.slice(index_slices(q, batch)), t));
     Shape out = batch;
     out.push_back(x.shape()[x.ndim() - 2]);
     out.push_back(y.shape()[y.ndim() - 1]);

@@ -320,9 +320,11 @@ Array tensordot(const Array& a, const Array& b, std::vector<int> axes_a, std::ve
 // ellipses are not supported (kiln::Error).
 Array einsum(const std::string& subscripts, const std::vector<Array>& operands);
 
-// numpy.linalg on 2-D arrays (stacks of matrices are not supported): each factorization is a
-// LAPACK call (a library node) whose parts are views of one result, so computing several parts
-// of it (compute({s.u, s.s, s.vh})) factorizes once. Integer and bool inputs are factorized in
+// numpy.linalg: each factorization is a LAPACK call (a library node) whose parts are views of one
+// result, so computing several parts of it (compute({s.u, s.s, s.vh})) factorizes once. qr, svd,
+// cholesky, solve, inv, det, slogdet and eigh take stacks of matrices (..., m, n) too, one call
+// per matrix (solve broadcasts the batch dims of a and b as NumPy 2); lstsq and svd_compressed
+// take matrices. Integer and bool inputs are factorized in
 // float64, as NumPy does. Bad input (shapes, a singular matrix, one that is not positive
 // definite, NaN or inf in a factorization's input) is a kiln::Error, raised by compute() for
 // what depends on the values.

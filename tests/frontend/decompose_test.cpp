@@ -178,6 +178,43 @@ TEST(Decompose, SolversMatchNumPy) {
   }
 }
 
+TEST(Decompose, StacksOfMatricesAsNumPy) {
+  NDArray a = kt::random_array(DType::Float64, {2, 3, 4, 4}, 618);
+  NDArray b = kt::random_array(DType::Float64, {3, 4, 2}, 619);
+  NDArray v = kt::random_array(DType::Float64, {4}, 620);
+  NDArray spd = kt::numpy({{"a", a}}, {"a @ np.swapaxes(a, -1, -2) + 4 * np.eye(4)"})[0];
+  NDArray w = kt::random_array(DType::Float64, {3, 6, 2}, 621);
+  Array A = lazy(a, {1, 2, 3, 4}), B = lazy(b), V = lazy(v), S = lazy(spd), W = lazy(w, {2, 5, 2});
+  linalg::SlogDet sl = linalg::slogdet(A);
+  linalg::Eigh eh = linalg::eigh(S);
+  linalg::SVD sv = linalg::svd(W);
+  linalg::QR qr = linalg::qr(W);
+  auto got = compute({linalg::det(A), sl.sign, sl.logabsdet, linalg::inv(A), linalg::solve(A, B),
+                      linalg::solve(A, V), linalg::cholesky(S), eh.eigenvalues, sv.s,
+                      linalg::det(zeros({0, 3, 3}))});
+  auto want =
+      kt::numpy({{"a", a}, {"b", b}, {"v", v}, {"s", spd}, {"w", w}},
+                {"np.linalg.det(a)", "np.linalg.slogdet(a)[0]", "np.linalg.slogdet(a)[1]",
+                 "np.linalg.inv(a)", "np.linalg.solve(a, b)", "np.linalg.solve(a, v)",
+                 "np.linalg.cholesky(s)", "np.linalg.eigh(s)[0]",
+                 "np.linalg.svd(w, compute_uv=False)", "np.linalg.det(np.zeros((0, 3, 3)))"});
+  for (size_t k = 0; k < got.size(); ++k) {
+    EXPECT_EQ(got[k].shape(), want[k].shape()) << k;
+    EXPECT_TRUE(same(got[k], want[k], 1e-10, 1e-10)) << k;
+  }
+  auto parts = compute({sv.u, sv.s, sv.vh, qr.q, qr.r});
+  auto check =
+      kt::numpy({{"w", w},
+                 {"u", parts[0]},
+                 {"s", parts[1]},
+                 {"vh", parts[2]},
+                 {"q", parts[3]},
+                 {"r", parts[4]}},
+                {"np.abs((u * s[..., None, :]) @ vh - w).max()", "np.abs(q @ r - w).max()"});
+  EXPECT_LT(check[0].at(0), 1e-12);
+  EXPECT_LT(check[1].at(0), 1e-12);
+}
+
 TEST(Decompose, IntegerInputsFactorizeInFloat64) {
   NDArray m = kt::make_array(DType::Int64, {2, 2}, {4, 2, 2, 3});
   auto got = compute({linalg::det(lazy(m)), linalg::inv(lazy(m)), linalg::cholesky(lazy(m))});
@@ -263,8 +300,10 @@ TEST(Decompose, BadInputIsAClearError) {
     std::string m = kt::error_of(f);
     EXPECT_NE(m.find(text), std::string::npos) << m;
   };
-  has([] { linalg::inv(ones({2, 3})); }, "linalg.inv: expected a square matrix, got shape (2, 3)");
-  has([] { linalg::svd(ones({2, 3, 4})); }, "linalg.svd: expected a 2-D array");
+  has([] { linalg::inv(ones({2, 3})); }, "linalg.inv: expected square matrices, got shape (2, 3)");
+  has([] { linalg::svd(ones({4})); }, "linalg.svd: expected an array of at least 2 dimensions");
+  has([] { linalg::lstsq(ones({2, 3, 4}), ones({3})); }, "linalg.lstsq: expected a 2-D array");
+  has([] { linalg::inv(ones({2, 3, 4})); }, "linalg.inv: expected square matrices");
   has(
       [] {
         linalg::solve(ones({3, 3}), ones({4}));

@@ -23,10 +23,25 @@ blasint fit(int64_t v, const char* what) {
   return static_cast<blasint>(v);
 }
 
+// ThreadSanitizer cannot see OpenBLAS's own hand-offs between its threads (libopenblas is not
+// instrumented; it reports races inside dscal_k and friends), so TSan builds keep BLAS on the
+// calling thread, as they keep the executor off oneTBB (runtime/execute.cpp).
+#if defined(__SANITIZE_THREAD__)
+constexpr bool kThreadedBlas = false;
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+constexpr bool kThreadedBlas = false;
+#else
+constexpr bool kThreadedBlas = true;
+#endif
+#else
+constexpr bool kThreadedBlas = true;
+#endif
+
 // OpenBLAS's threads for the next calls; checked before every call (a cheap read), since the
 // program may set them too.
 void blas_threads(int threads) {
-  threads = std::max(threads, 1);
+  threads = kThreadedBlas ? std::max(threads, 1) : 1;
   if (openblas_get_num_threads() != threads) openblas_set_num_threads(threads);
 }
 void single_threaded_blas() { blas_threads(1); }

@@ -369,12 +369,123 @@ Result proximal_grad(const Array& X, const Array& y, const Options& o) {
   return res;
 }
 
+Result lbfgs(const Array& X, const Array& y, const Options& o) {
+  const Regularizer& reg = o.penalty;
+  if (reg.penalty == Penalty::L1 || (reg.penalty == Penalty::ElasticNet && reg.weight > 0))
+    throw Error("glm.lbfgs: the l1 part of a penalty is not differentiable; use proximal_grad");
+  Problem pr = prepare("lbfgs", X, y, o);
+  const int max_iter = o.max_iter > 0 ? o.max_iter : 100;
+  const double tol = o.tol > 0 ? o.tol : 1e-4;
+  const double factr = 1e7 * 2.220446049250313e-16;
+  const double lam = reg.penalty == Penalty::None ? 0.0 : o.lamduh;
+  const int64_t p = pr.p;
+  // The objective and its gradient at b: one compute.
+  auto evaluate = [&](const std::vector<double>& b, std::vector<double>* g) {
+    Array xb = matmul(pr.X, vec(b));
+    std::vector<NDArray> r =
+        compute({loss(pr.family, xb, pr.y), gradient(pr.family, xb, pr.X, pr.y)}, pr.opt);
+    *g = values(r[1]);
+    double smooth = 1 - (reg.penalty == Penalty::ElasticNet ? reg.weight : 0);  // L2's share
+    for (int64_t j = 0; j < p; ++j) (*g)[j] += lam * smooth * b[j];
+    return scalar_of(r[0]) + lam * reg.value(b);
+  };
+  auto dot = [&](const std::vector<double>& a, const std::vector<double>& b) {
+    double s = 0;
+    for (int64_t j = 0; j < p; ++j) s += a[j] * b[j];
+    return s;
+  };
+  auto max_abs = [](const std::vector<double>& v) {
+    double m = 0;
+    for (double x : v) m = std::max(m, std::abs(x));
+    return m;
+  };
+  std::vector<double> beta(p, 0.0), grad;
+  double f = evaluate(beta, &grad);
+  std::vector<std::vector<double>> s_hist, y_hist;
+  std::vector<double> rho_hist;
+  Result res;
+  if (max_abs(grad) <= tol) res.converged = true;
+  for (int k = 0; k < max_iter && !res.converged; ++k) {
+    // Two-loop recursion: d = -H g.
+    std::vector<double> q = grad, alpha(s_hist.size());
+    for (size_t i = s_hist.size(); i-- > 0;) {
+      alpha[i] = rho_hist[i] * dot(s_hist[i], q);
+      for (int64_t j = 0; j < p; ++j) q[j] -= alpha[i] * y_hist[i][j];
+    }
+    double gamma = s_hist.empty()
+                       ? 1.0 / std::sqrt(dot(grad, grad))
+                       : dot(s_hist.back(), y_hist.back()) / dot(y_hist.back(), y_hist.back());
+    for (int64_t j = 0; j < p; ++j) q[j] *= gamma;
+    for (size_t i = 0; i < s_hist.size(); ++i) {
+      double b = rho_hist[i] * dot(y_hist[i], q);
+      for (int64_t j = 0; j < p; ++j) q[j] += s_hist[i][j] * (alpha[i] - b);
+    }
+    std::vector<double> d(p);
+    for (int64_t j = 0; j < p; ++j) d[j] = -q[j];
+    double slope = dot(grad, d);
+    if (!(slope < 0)) {  // not a descent direction: restart from the gradient
+      s_hist.clear();
+      y_hist.clear();
+      rho_hist.clear();
+      double scale = 1.0 / std::sqrt(dot(grad, grad));
+      for (int64_t j = 0; j < p; ++j) d[j] = -grad[j] * scale;
+      slope = dot(grad, d);
+    }
+    // Armijo backtracking.
+    double step = 1.0, f_new = f;
+    std::vector<double> trial(p), g_new;
+    bool accepted = false;
+    for (int ls = 0; ls < 60; ++ls) {
+      for (int64_t j = 0; j < p; ++j) trial[j] = beta[j] + step * d[j];
+      f_new = evaluate(trial, &g_new);
+      if (f_new <= f + 1e-4 * step * slope) {
+        accepted = true;
+        break;
+      }
+      step *= 0.5;
+    }
+    res.n_iter = k + 1;
+    if (!accepted) {  // no decrease along d: as converged as this precision allows
+      res.loss.push_back(f);
+      res.converged = true;
+      break;
+    }
+    std::vector<double> s(p), yv(p);
+    for (int64_t j = 0; j < p; ++j) {
+      s[j] = trial[j] - beta[j];
+      yv[j] = g_new[j] - grad[j];
+    }
+    double sy = dot(s, yv);
+    if (sy > 1e-10 * dot(yv, yv)) {  // keep the pair only where it keeps H positive definite
+      s_hist.push_back(s);
+      y_hist.push_back(yv);
+      rho_hist.push_back(1.0 / sy);
+      if (s_hist.size() > 10) {
+        s_hist.erase(s_hist.begin());
+        y_hist.erase(y_hist.begin());
+        rho_hist.erase(rho_hist.begin());
+      }
+    }
+    const double f_old = f;
+    beta = trial;
+    grad = g_new;
+    f = f_new;
+    res.loss.push_back(f);
+    if (max_abs(grad) <= tol ||
+        (f_old - f) <= factr * std::max({std::abs(f_old), std::abs(f), 1.0}))
+      res.converged = true;
+  }
+  res.coef = pr.original(beta);
+  return res;
+}
+
 Result solve(const std::string& solver, const Array& X, const Array& y, const Options& o) {
   if (solver == "gradient_descent") return gradient_descent(X, y, o);
   if (solver == "newton") return newton(X, y, o);
   if (solver == "proximal_grad") return proximal_grad(X, y, o);
+  if (solver == "lbfgs") return lbfgs(X, y, o);
   throw Error("glm: unknown solver '" + solver +
-              "' (known: gradient_descent, newton, proximal_grad)");
+              "' (known: gradient_descent, newton, proximal_grad, lbfgs)");
 }
 
 }  // namespace kiln::glm

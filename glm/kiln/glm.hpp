@@ -5,7 +5,8 @@
 // the kernels as parameters (a small buffer and scalars).
 //
 // Solvers (the algorithms, defaults and stopping rules of dask-glm 0.4.0's dask_glm/algorithms.py,
-// written anew): gradient_descent, newton, proximal_grad. Like dask-glm, every solver first
+// written anew): gradient_descent, newton, proximal_grad; and lbfgs, a documented two-loop L-BFGS
+// where dask-glm calls scipy's fmin_l_bfgs_b. Like dask-glm, every solver first
 // normalizes X's columns (mean 0, standard deviation 1; a constant column, the intercept, is
 // left as it is) unless Options::normalize is false, and returns coefficients for the original
 // columns.
@@ -46,7 +47,7 @@ struct Options {
   int max_iter = 0;     // 0: the solver's default (gradient_descent 100, newton 50, proximal 100)
   double tol = 0;       // 0: the solver's default (1e-14, 1e-8, 1e-8)
   Regularizer penalty;  // proximal_grad: Penalty::None there means L1, dask-glm's default
-  double lamduh = 0.1;  // penalty strength (proximal_grad)
+  double lamduh = 0.1;  // penalty strength (proximal_grad, lbfgs)
   bool normalize = true;
   ComputeOptions compute;
 };
@@ -54,14 +55,21 @@ struct Options {
 struct Result {
   std::vector<double> coef;  // for X's original columns
   int n_iter = 0;
-  std::vector<double> loss;  // the family's loss after each iteration (normalized X)
+  std::vector<double> loss;  // the loss after each iteration (lbfgs: plus the penalty)
   bool converged = false;    // false: stopped by max_iter (or, for the line searches, no progress)
 };
 
 Result gradient_descent(const Array& X, const Array& y, const Options& options = {});
 Result newton(const Array& X, const Array& y, const Options& options = {});
 Result proximal_grad(const Array& X, const Array& y, const Options& options = {});
-// By name: "gradient_descent", "newton", "proximal_grad".
+// L-BFGS on loss + lamduh * penalty (None, L2 or ElasticNet's smooth part only when weight = 0;
+// L1 is not differentiable: use proximal_grad): the two-loop recursion with the last 10 pairs
+// (scipy's default maxcor, which dask-glm's lbfgs calls through fmin_l_bfgs_b), an Armijo
+// backtracking line search (c1 = 1e-4, halving, 1/|g| as the first step), stopping when the
+// largest gradient component is <= tol (default 1e-4, dask-glm's pgtol) or the relative decrease
+// of the objective is <= 1e7 * eps (scipy's factr); max_iter default 100.
+Result lbfgs(const Array& X, const Array& y, const Options& options = {});
+// By name: "gradient_descent", "newton", "proximal_grad", "lbfgs".
 Result solve(const std::string& solver, const Array& X, const Array& y,
              const Options& options = {});
 

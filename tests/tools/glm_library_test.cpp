@@ -88,6 +88,32 @@ TEST(Glm, ProximalGradientWithEachPenalty) {
   for (int j = 0; j < 5; ++j) EXPECT_EQ(r.coef[j], 0.0) << j;
 }
 
+TEST(Glm, LbfgsReproducesItsNumPyAlgorithmAndFindsNewtonsOptimum) {
+  for (const char* family : {"logistic", "normal", "poisson"}) {
+    Data d = make_data(family);
+    std::string f = std::string("'") + family + "'";
+    auto want =
+        kt::numpy({{"X", d.X}, {"y", d.y}}, {reference("glm_lbfgs(X, y, " + f + ")"),
+                                             reference("glm_lbfgs(X, y, " + f + ", 'l2', 0.5)")});
+    Array X = kt::lazy(d.X, {400, 6}), y = kt::lazy(d.y, {400});
+    glm::Options o;
+    o.family = glm::family(family);
+    glm::Result plain = glm::lbfgs(X, y, o);
+    expect_matches(plain, want[0], std::string(family) + " lbfgs");
+    EXPECT_TRUE(plain.converged) << family;
+    EXPECT_GT(plain.n_iter, 3) << family;
+    o.penalty = glm::regularizer("l2");
+    o.lamduh = 0.5;
+    expect_matches(glm::lbfgs(X, y, o), want[1], std::string(family) + " lbfgs l2");
+    // The same optimum as Newton's method, to lbfgs's tolerance.
+    glm::Options n;
+    n.family = o.family;
+    glm::Result nt = glm::newton(X, y, n);
+    for (size_t j = 0; j < nt.coef.size(); ++j)
+      EXPECT_NEAR(plain.coef[j], nt.coef[j], 1e-3 * (1 + std::abs(nt.coef[j]))) << family << j;
+  }
+}
+
 TEST(Glm, ProximalOperators) {
   std::vector<double> b = {-3, -0.5, 0, 0.5, 3};
   auto l1 = glm::regularizer("l1").proximal(b, 1);
@@ -146,6 +172,9 @@ TEST(Glm, BadInputIsAClearError) {
   has([&] { glm::newton(X, y - 1.0, poisson); }, "counts y >= 0");
   has([&] { glm::newton(X / 0.0, y); }, "non-finite values");
   has([&] { glm::solve("sgd", X, y); }, "unknown solver 'sgd'");
+  glm::Options l1;
+  l1.penalty = glm::regularizer("l1");
+  has([&] { glm::lbfgs(X, y, l1); }, "not differentiable; use proximal_grad");
   has([] { glm::regularizer("l3"); }, "unknown penalty 'l3'");
   has([] { glm::family("gamma"); }, "unknown family 'gamma'");
   Array two_constant = concatenate({X, ones({1500, 1}, {500, 1})}, 1);

@@ -168,3 +168,64 @@ def glm_proximal_grad(X0, y, family, penalty="l1", lamduh=0.1, max_iter=100, tol
             break
         step, backtrack = step * 1.25, 0.5
     return np.concatenate([original(beta, mean, std, idx), [k]])
+
+
+def glm_lbfgs(X0, y, family, penalty="none", lamduh=0.1, max_iter=100, tol=1e-4):
+    """kiln::glm::lbfgs: two-loop L-BFGS (10 pairs), Armijo backtracking, scipy-like stops."""
+    X, mean, std, idx = normalized(X0)
+    p = X.shape[1]
+    lam = 0.0 if penalty == "none" else lamduh
+
+    def evaluate(b):
+        xb = X @ b
+        g = family_gradient(family, xb, X, y) + lam * b
+        return family_loss(family, xb, y) + lam * (b ** 2).sum() / 2, g
+
+    beta = np.zeros(p)
+    f, grad = evaluate(beta)
+    S, Y, R = [], [], []
+    k = 0
+    converged = np.abs(grad).max() <= tol
+    while k < max_iter and not converged:
+        q = grad.copy()
+        alpha = [0.0] * len(S)
+        for i in reversed(range(len(S))):
+            alpha[i] = R[i] * (S[i] @ q)
+            q -= alpha[i] * Y[i]
+        gamma = 1 / np.sqrt(grad @ grad) if not S else (S[-1] @ Y[-1]) / (Y[-1] @ Y[-1])
+        q *= gamma
+        for i in range(len(S)):
+            b = R[i] * (Y[i] @ q)
+            q += S[i] * (alpha[i] - b)
+        d = -q
+        slope = grad @ d
+        if not slope < 0:
+            S, Y, R = [], [], []
+            d = -grad / np.sqrt(grad @ grad)
+            slope = grad @ d
+        step, accepted = 1.0, False
+        for _ in range(60):
+            trial = beta + step * d
+            f_new, g_new = evaluate(trial)
+            if f_new <= f + 1e-4 * step * slope:
+                accepted = True
+                break
+            step *= 0.5
+        k += 1
+        if not accepted:
+            break
+        s, yv = trial - beta, g_new - grad
+        sy = s @ yv
+        if sy > 1e-10 * (yv @ yv):
+            S.append(s)
+            Y.append(yv)
+            R.append(1 / sy)
+            if len(S) > 10:
+                S.pop(0)
+                Y.pop(0)
+                R.pop(0)
+        f_old = f
+        beta, grad, f = trial, g_new, f_new
+        converged = (np.abs(grad).max() <= tol
+                     or f_old - f <= 1e7 * np.finfo(float).eps * max(abs(f_old), abs(f), 1.0))
+    return np.concatenate([original(beta, mean, std, idx), [k]])

@@ -167,6 +167,11 @@ struct Problem {
   Family family = Family::Logistic;
   ComputeOptions opt;
 
+  // A computed n-vector (X beta, X grad) as a leaf again, in y's row blocks, keeping its memory.
+  Array rows(const NDArray& v) const {
+    return from_buffer(v.data(), v.dtype(), v.shape(), {y.chunks()[0][0]}, v.storage());
+  }
+
   std::vector<double> original(std::vector<double> coef) const {  // un-normalize
     double adj = 0;
     for (int64_t j = 0; j < p; ++j) adj += coef[j] * mean[j] / scale[j];
@@ -234,22 +239,17 @@ Result gradient_descent(const Array& X, const Array& y, const Options& o) {
   const double tol = o.tol > 0 ? o.tol : 1e-14;
   std::vector<double> beta(pr.p, 0.0);
   double step = 1.0, backtrack = 0.1, func = 0;
-  NDArray xb_mem;
   Array xb;
   Result res;
   for (int k = 0; k < max_iter; ++k) {
     if (k % 10 == 0) {  // X beta afresh (rounding drift), and its loss
       Array fresh = matmul(pr.X, vec(beta));
       std::vector<NDArray> r = compute({fresh, loss(pr.family, fresh, pr.y)}, pr.opt);
-      xb_mem = r[0];
+      xb = pr.rows(r[0]);
       func = scalar_of(r[1]);
-      xb = from_buffer(xb_mem.data(), xb_mem.dtype(), xb_mem.shape(), {pr.y.chunks()[0][0]},
-                       xb_mem.storage());
     }
     std::vector<double> grad = values(compute({gradient(pr.family, xb, pr.X, pr.y)}, pr.opt)[0]);
-    NDArray xg_mem = compute({matmul(pr.X, vec(grad))}, pr.opt)[0];
-    Array xg = from_buffer(xg_mem.data(), xg_mem.dtype(), xg_mem.shape(), {pr.y.chunks()[0][0]},
-                           xg_mem.storage());
+    Array xg = pr.rows(compute({matmul(pr.X, vec(grad))}, pr.opt)[0]);
     // dask-glm's compute_stepsize_dask: Armijo backtracking.
     const double steplen = sum_sq(grad), lf = func;
     double s = step;
@@ -265,9 +265,7 @@ Result gradient_descent(const Array& X, const Array& y, const Options& o) {
       s *= backtrack;
     }
     for (int64_t j = 0; j < pr.p; ++j) beta[j] -= s * grad[j];
-    xb_mem = compute({xb - s * xg}, pr.opt)[0];
-    xb = from_buffer(xb_mem.data(), xb_mem.dtype(), xb_mem.shape(), {pr.y.chunks()[0][0]},
-                     xb_mem.storage());
+    xb = pr.rows(compute({xb - s * xg}, pr.opt)[0]);
     res.loss.push_back(func);
     res.n_iter = k + 1;
     if (s == 0 || (lf - func) / std::max(func, lf) < tol) {
@@ -324,18 +322,12 @@ Result proximal_grad(const Array& X, const Array& y, const Options& o) {
   std::vector<double> beta(pr.p, 0.0);
   double step = 1.0, backtrack = 0.1, func = 0;
   Array xb;
-  NDArray xb_mem;
   Result res;
-  auto keep = [&](const NDArray& m) {
-    xb_mem = m;
-    xb = from_buffer(xb_mem.data(), xb_mem.dtype(), xb_mem.shape(), {pr.y.chunks()[0][0]},
-                     xb_mem.storage());
-  };
   for (int k = 0; k < max_iter; ++k) {
     if (k % 10 == 0) {
       Array fresh = matmul(pr.X, vec(beta));
       std::vector<NDArray> r = compute({fresh, loss(pr.family, fresh, pr.y)}, pr.opt);
-      keep(r[0]);
+      xb = pr.rows(r[0]);
       func = scalar_of(r[1]);
     }
     std::vector<double> grad = values(compute({gradient(pr.family, xb, pr.X, pr.y)}, pr.opt)[0]);
@@ -348,7 +340,7 @@ Result proximal_grad(const Array& X, const Array& y, const Options& o) {
       beta = reg.proximal(trial, step * o.lamduh);
       Array fresh = matmul(pr.X, vec(beta));
       std::vector<NDArray> r = compute({fresh, loss(pr.family, fresh, pr.y)}, pr.opt);
-      keep(r[0]);
+      xb = pr.rows(r[0]);
       func = scalar_of(r[1]);
       df = lf - func;
       if (df > 0) break;

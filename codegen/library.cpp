@@ -234,11 +234,19 @@ KILN_LAPACK_TRAITS(s, float)
               " info = " + std::to_string(info) + ")");
 }
 
-// Copies a rows x cols matrix from (offset, row_stride, col_stride) to column-major dst with
-// leading dimension ld, in 64 x 64 tiles (a row-major source is transposed: whole tiles stay in
+// gesv's and getrf's info > 0: U(info, info) is exactly zero.
+[[noreturn]] void singular(LinalgFn f, int info) {
+  lapack_error(f,
+               "the matrix is singular (U(" + std::to_string(info) + ", " + std::to_string(info) +
+                   ") is exactly zero)",
+               info);
+}
+
+// Copies a rows x cols matrix from (offset, row_stride, col_stride) to dst, element (i, j) at
+// dst[i * dst_row + j * dst_col], in 64 x 64 tiles (a transposing copy keeps whole tiles in
 // cache). Checks that every value is finite.
 template <class T>
-void tiled_to_column_major(LinalgFn f, const MatrixRef& m, T* dst, int64_t ld) {
+void checked_copy(LinalgFn f, const MatrixRef& m, T* dst, int64_t dst_row, int64_t dst_col) {
   constexpr int64_t kTile = 64;
   const T* src = static_cast<const T*>(m.data);
   bool finite = true;
@@ -248,7 +256,7 @@ void tiled_to_column_major(LinalgFn f, const MatrixRef& m, T* dst, int64_t ld) {
         for (int64_t i = i0; i < std::min(m.rows, i0 + kTile); ++i) {
           T v = src[m.offset + i * m.row_stride + j * m.col_stride];
           finite = finite && std::isfinite(v);
-          dst[i + j * ld] = v;
+          dst[i * dst_row + j * dst_col] = v;
         }
   if (!finite)
     throw Error(std::string(linalg_name(f)) +
@@ -271,7 +279,7 @@ Workspace<T> column_major(LinalgFn f, const MatrixRef& m, int64_t ld, int64_t co
   const size_t n = static_cast<size_t>(std::max<int64_t>(ld, 1) * std::max<int64_t>(cols, 1));
   Workspace<T> w{std::unique_ptr<T[]>(new T[n])};
   if (ld > m.rows || cols > m.cols) std::fill_n(w.data(), n, T(0));
-  tiled_to_column_major(f, m, w.data(), ld);
+  checked_copy(f, m, w.data(), 1, ld);
   return w;
 }
 
@@ -284,6 +292,15 @@ T* store(T* out, const T* w, int64_t ld, int64_t rows, int64_t cols) {
       for (int64_t i = i0; i < std::min(rows, i0 + kTile); ++i)
         for (int64_t j = j0; j < std::min(cols, j0 + kTile); ++j) out[i * cols + j] = w[i + j * ld];
   return out + rows * cols;
+}
+
+// Writes the upper triangle (trapezoid) of the rows x cols column-major w to out, row-major, with
+// zeros below the diagonal: R of a QR factorization.
+template <class T>
+T* store_upper(T* out, const T* w, int64_t ld, int64_t rows, int64_t cols) {
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t j = 0; j < cols; ++j) *out++ = j >= i ? w[i + j * ld] : T(0);
+  return out;
 }
 
 // A workspace query (lwork = -1) gives the optimal size in work[0].
@@ -375,25 +392,12 @@ template <class T>
 bool cholesky_qr2(LinalgFn f, const MatrixRef& a, int m, int n, T* out) {
   const T min_rcond = std::is_same_v<T, double> ? T(1e-6) : T(1e-2);
   T* q = out;  // row-major m x n = column-major qt, n x m
-  const T* src = static_cast<const T*>(a.data);
-  bool finite = true;
-  for (int64_t i = 0; i < m; ++i)
-    for (int64_t j = 0; j < n; ++j) {
-      T v = src[a.offset + i * a.row_stride + j * a.col_stride];
-      finite = finite && std::isfinite(v);
-      q[i * n + j] = v;
-    }
-  if (!finite)
-    throw Error(std::string(linalg_name(f)) +
-                ": the input has non-finite values (NaN or inf); a factorization of it would be "
-                "meaningless");
+  checked_copy(f, a, q, n, 1);
   std::vector<T> u1(static_cast<size_t>(n) * n), u2(static_cast<size_t>(n) * n);
   if (!cholesky_qr_step(m, n, q, u1.data(), min_rcond)) return false;
   if (!cholesky_qr_step(m, n, q, u2.data(), T(0.5))) return false;  // Q is nearly orthogonal now
   trmm_upper(n, u2.data(), u1.data());                              // R = U2 U1
-  T* r = out + static_cast<size_t>(m) * n;
-  for (int i = 0; i < n; ++i)
-    for (int j = 0; j < n; ++j) *r++ = j >= i ? u1[i + static_cast<size_t>(j) * n] : T(0);
+  store_upper(out + static_cast<size_t>(m) * n, u1.data(), n, n, n);
   return true;
 }
 
@@ -412,9 +416,7 @@ void tall_qr(int m, int n, Workspace<T>& w, T* out) {
   std::vector<T> work(work_size(query));
   lwork = static_cast<int>(work.size());
   L::latsqr(&m, &n, &mb, &nb, w.data(), &m, t.data(), &ldt, work.data(), &lwork, &info);
-  T* rpart = out + static_cast<size_t>(m) * n;
-  for (int i = 0; i < n; ++i)
-    for (int j = 0; j < n; ++j) *rpart++ = j >= i ? w[i + static_cast<size_t>(j) * m] : T(0);
+  store_upper(out + static_cast<size_t>(m) * n, w.data(), m, n, n);
   lwork = -1;
   L::orgtsqr(&m, &n, &mb, &nb, w.data(), &m, t.data(), &ldt, &query, &lwork, &info);
   work.resize(work_size(query));
@@ -446,9 +448,7 @@ void lapack_typed(LinalgFn f, const MatrixRef& a, const MatrixRef* b, T* out, in
       lwork = work_size(query);
       std::vector<T> work(lwork);
       L::geqrf(&m, &n, w.data(), &lda, tau.data(), work.data(), &lwork, &info);
-      T* rpart = out + static_cast<size_t>(m) * k;
-      for (int i = 0; i < k; ++i)
-        for (int j = 0; j < n; ++j) *rpart++ = j >= i ? w[i + static_cast<size_t>(j) * lda] : T(0);
+      store_upper(out + static_cast<size_t>(m) * k, w.data(), lda, k, n);
       L::orgqr(&m, &k, &k, w.data(), &lda, tau.data(), work.data(), &lwork, &info);
       store(out, w.data(), lda, m, k);
       return;
@@ -487,11 +487,7 @@ void lapack_typed(LinalgFn f, const MatrixRef& a, const MatrixRef* b, T* out, in
       Workspace<T> w = column_major<T>(f, a, lda, n), x = column_major<T>(f, *b, lda, r);
       std::vector<int> ipiv(std::max(n, 1));
       if (n > 0 && r > 0) L::gesv(&n, &r, w.data(), &lda, ipiv.data(), x.data(), &lda, &info);
-      if (info > 0)
-        lapack_error(f,
-                     "the matrix is singular (U(" + std::to_string(info) + ", " +
-                         std::to_string(info) + ") is exactly zero)",
-                     info);
+      if (info > 0) singular(f, info);
       store(out, x.data(), lda, n, r);
       return;
     }
@@ -500,11 +496,7 @@ void lapack_typed(LinalgFn f, const MatrixRef& a, const MatrixRef* b, T* out, in
       std::vector<int> ipiv(std::max(n, 1));
       if (n == 0) return;
       L::getrf(&n, &n, w.data(), &lda, ipiv.data(), &info);
-      if (info > 0)
-        lapack_error(f,
-                     "the matrix is singular (U(" + std::to_string(info) + ", " +
-                         std::to_string(info) + ") is exactly zero)",
-                     info);
+      if (info > 0) singular(f, info);
       L::getri(&n, w.data(), &lda, ipiv.data(), &query, &lwork, &info);
       lwork = work_size(query);
       std::vector<T> work(lwork);

@@ -503,8 +503,7 @@ class Run {
         const char* data = static_cast<const char*>(block);
         return {data ? data + r.layout.offset * es : nullptr, &r.layout};
       }
-      const char* base =
-          static_cast<const char*>(op.array >= 0 ? data_[op.array].get() : params_[op.slot].ptr);
+      const char* base = static_cast<const char*>(operand_data(op));
       const MatrixLayout& m = op.layout;
       return {base ? base + (m.offset + row * m.row_stride + col * m.col_stride) * es : nullptr,
               &m};
@@ -534,11 +533,16 @@ class Run {
     return ext[0] * ext[1] * static_cast<int64_t>(es);
   }
 
+  // A library operand's memory: a materialized array or a Buffer leaf's pointer.
+  const void* operand_data(const LibraryOperand& op) const {
+    return op.array >= 0 ? data_[op.array].get() : params_[op.slot].ptr;
+  }
+
   // A LAPACK call on its whole operands, into the packed result. Returns the bytes it wrote.
   int64_t run_lapack(const PlanLibrary& l) {
     auto ref = [&](const LibraryOperand& op, int64_t rows, int64_t cols) {
       library::MatrixRef r;
-      r.data = op.array >= 0 ? data_[op.array].get() : params_[op.slot].ptr;
+      r.data = operand_data(op);
       r.rows = rows;
       r.cols = cols;
       r.offset = op.layout.offset;
@@ -546,11 +550,10 @@ class Run {
       r.col_stride = op.layout.col_stride;
       return r;
     };
-    bool has_b = l.b.array >= 0 || l.b.slot >= 0;
     library::MatrixRef a = ref(l.a, l.m, l.n), b;
-    if (has_b) b = ref(l.b, l.m, l.k);
+    if (l.b.present()) b = ref(l.b, l.m, l.k);
     ensure_array(l.out);
-    library::lapack(l.fn, l.dtype, a, has_b ? &b : nullptr, data_[l.out].get(),
+    library::lapack(l.fn, l.dtype, a, l.b.present() ? &b : nullptr, data_[l.out].get(),
                     l.exclusive ? threads_ : 1);
     for (const LibraryOperand* op : {&l.a, &l.b})
       if (op->array >= 0) release_reader(op->array);

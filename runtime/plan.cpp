@@ -259,11 +259,11 @@ std::string storage_summary(const Plan& p) {
     if (l.op == Op::Linalg) {
       s += "library call " + std::to_string(l.group) + ": " + node_label(*p.arrays[l.out].node) +
            " = " + linalg_name(l.fn) + " of A " + shape_str({l.m, l.n}) +
-           (l.b.array >= 0 || l.b.slot >= 0 ? " and B " + shape_str({l.m, l.k}) : "") + ", " +
-           l.routine + " in one task, on a copy" +
+           (l.b.present() ? " and B " + shape_str({l.m, l.k}) : "") + ", " + l.routine +
+           " in one task, on a copy" +
            (l.exclusive ? "; alone in the plan: with every thread of the run" : "") + "\n";
       for (const LibraryOperand* op : {&l.a, &l.b})
-        if (op->array >= 0 || op->slot >= 0)
+        if (op->present())
           s += std::string("  ") + (op == &l.a ? "A" : "B") + ": " + op->from + "\n";
       continue;
     }
@@ -715,9 +715,11 @@ class PlanBuilder {
   // follows; their Start then also waits for every ancestor's End. Quadratic in the groups, so
   // only for plans of at most kMaxGroups.
   void mark_exclusive_calls() {
-    constexpr size_t kMaxGroups = 2048;
+    constexpr size_t kMaxGroups = 512;  // as fuse's merge_siblings
     const size_t n = p_.groups.size();
-    if (n > kMaxGroups || p_.libraries.empty()) return;
+    bool lapack = false;
+    for (const PlanLibrary& l : p_.libraries) lapack = lapack || l.op == Op::Linalg;
+    if (n > kMaxGroups || !lapack) return;
     std::vector<std::vector<bool>> anc(n, std::vector<bool>(n, false));  // anc[g][h]: h before g
     for (size_t g = 0; g < n; ++g)  // groups are in topological order
       for (int d : f_.groups[g].deps) {

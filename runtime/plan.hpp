@@ -58,7 +58,8 @@ struct LibraryOperand {
   int array = -1;  // PlanArray, or -1: the Buffer leaf whose pointer is in template slot `slot`
   int slot = -1;
   MatrixLayout layout;
-  std::string from;  // for --emit-ir: what it reads
+  std::string from;                                         // for --emit-ir: what it reads
+  bool present() const { return array >= 0 || slot >= 0; }  // Linalg's b may be absent
 };
 
 // Where one GEMM call reads an operand that is a blocked array: the producer's block (-1: the

@@ -51,10 +51,11 @@ void BM_Solver(benchmark::State& state, const Workload* w, int64_t n, int64_t c,
   opt.fuse = fuse;
   opt.progress = false;
   kiln::workloads::SolveStats st;
-  w->solve(n, c, w->cols, opt, &st);  // plans + compiles
+  const kiln::workloads::SolveArgs args{n, c, w->cols, "", "", ""};
+  w->solve(args, opt, &st);  // plans + compiles
   for (auto _ : state) {
     st = {};
-    benchmark::DoNotOptimize(w->solve(n, c, w->cols, opt, &st));
+    benchmark::DoNotOptimize(w->solve(args, opt, &st));
     state.SetIterationTime(st.seconds);
   }
   state.counters["computes"] = static_cast<double>(st.computes);

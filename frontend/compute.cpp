@@ -148,6 +148,12 @@ std::vector<NDArray> compute(const std::vector<Array>& arrays, const ComputeOpti
   last.last_compile_seconds = after.compile_seconds - before.compile_seconds;
   last.last_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   t_last = last;
+  {
+    std::lock_guard<std::mutex> lock(g_mu);
+    ++g_totals.computes;
+    g_totals.tasks += res.tasks;
+    g_totals.max_peak_bytes = std::max(g_totals.max_peak_bytes, last.last_peak_bytes);
+  }
   return out;
 }
 
@@ -166,7 +172,15 @@ Stats stats() {
   std::lock_guard<std::mutex> lock(g_mu);
   s.plans_built = g_totals.plans_built;
   s.plan_cache_hits = g_totals.plan_cache_hits;
+  s.computes = g_totals.computes;
+  s.tasks = g_totals.tasks;
+  s.max_peak_bytes = g_totals.max_peak_bytes;
   return s;
+}
+
+void reset_peak_stats() {
+  std::lock_guard<std::mutex> lock(g_mu);
+  g_totals.max_peak_bytes = 0;
 }
 
 void clear_plan_cache() {

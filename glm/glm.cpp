@@ -61,8 +61,10 @@ Array loss(Family f, const Array& xb, const Array& y) {
   switch (f) {
     case Family::Logistic:
       // sum(xb + log1p(exp(-xb))) - y.xb, with the softplus written so that exp's argument
-      // stays <= 0 (the line search's first trials reach |xb| ~ 1e4).
-      return (maximum(xb, 0.0) + log1p(exp(-abs(xb)))).sum() - (y * xb).sum();
+      // stays in [-700, 0]: the line search's first trials reach |xb| ~ 1e4, where exp(-|xb|)
+      // is 0 (exp(-700) adds 1e-304), and libmvec's vector exp takes a scalar slow path for
+      // every lane below about -708 (it was a third of a solver's time).
+      return (maximum(xb, 0.0) + log1p(exp(maximum(-abs(xb), -700.0)))).sum() - (y * xb).sum();
     case Family::Normal:
       return ((y - xb) * (y - xb)).sum();
     case Family::Poisson:
@@ -101,39 +103,52 @@ Array hessian(Family f, const Array& xb, const Array& X) {
   return matmul(X.T(), w.reshape({n, 1}) * X);
 }
 
-double Regularizer::value(const std::vector<double>& beta) const {
-  double l1 = 0;
-  for (double b : beta) l1 += std::abs(b);
-  double l2 = sum_sq(beta) / 2;
-  switch (penalty) {
-    case Penalty::None:
-      return 0;
-    case Penalty::L1:
-      return l1;
-    case Penalty::L2:
-      return l2;
-    case Penalty::ElasticNet:
-      return weight * l1 + (1 - weight) * l2;
-  }
-  return 0;
-}
+double Regularizer::value(const std::vector<double>& beta) const { return value(beta, {}); }
 
 std::vector<double> Regularizer::proximal(const std::vector<double>& beta, double t) const {
+  return proximal(beta, t, {});
+}
+
+double Regularizer::l2_share() const {
+  return penalty == Penalty::L2 ? 1.0 : penalty == Penalty::ElasticNet ? 1 - weight : 0.0;
+}
+
+bool Regularizer::has_l1() const {
+  return penalty == Penalty::L1 || (penalty == Penalty::ElasticNet && weight > 0);
+}
+
+double Regularizer::value(const std::vector<double>& beta,
+                          const std::vector<double>& factor) const {
+  double l1 = 0, l2 = 0;
+  for (size_t j = 0; j < beta.size(); ++j) {
+    double b = beta[j] * (factor.empty() ? 1.0 : factor[j]);
+    l1 += std::abs(b);
+    l2 += b * b / 2;
+  }
+  const double l1_share = penalty == Penalty::L1           ? 1.0
+                          : penalty == Penalty::ElasticNet ? weight
+                                                           : 0.0;
+  return l1_share * l1 + l2_share() * l2;
+}
+
+std::vector<double> Regularizer::proximal(const std::vector<double>& beta, double t,
+                                          const std::vector<double>& factor) const {
   std::vector<double> z(beta.size());
   auto soft = [](double b, double g) { return std::max(0.0, b - g) - std::max(0.0, -b - g); };
   for (size_t j = 0; j < beta.size(); ++j) {
+    const double f = factor.empty() ? 1.0 : factor[j], tf = t * f;
     switch (penalty) {
       case Penalty::None:
         z[j] = beta[j];
         break;
       case Penalty::L1:
-        z[j] = soft(beta[j], t);
+        z[j] = soft(beta[j], tf);
         break;
       case Penalty::L2:
-        z[j] = beta[j] / (1 + t);
+        z[j] = beta[j] / (1 + tf * f);
         break;
       case Penalty::ElasticNet:
-        z[j] = soft(beta[j], weight * t) / (1 + (1 - weight) * t);
+        z[j] = soft(beta[j], weight * tf) / (1 + (1 - weight) * tf * f);
         break;
     }
   }
@@ -158,7 +173,7 @@ Regularizer regularizer(const std::string& name) {
 namespace {
 
 // The problem as a solver sees it: X normalized lazily (the mean and scale are buffers the
-// kernels read), y as float64, and what maps the coefficients back to X's columns.
+// kernels read), y as float64, the penalty, and what maps the coefficients back to X's columns.
 struct Problem {
   Array X, y;
   std::vector<double> mean, scale;  // per column; the constant column (if any): 0 and 1
@@ -166,6 +181,10 @@ struct Problem {
   int64_t p = 0;
   Family family = Family::Logistic;
   ComputeOptions opt;
+  std::string op;  // "glm.<solver>", for messages
+  Regularizer reg;
+  double lam = 0;              // lamduh, 0 without a penalty
+  std::vector<double> factor;  // the penalty's factor per (normalized) coefficient
 
   // A computed n-vector (X beta, X grad) as a leaf again, in y's row blocks, keeping its memory.
   Array rows(const NDArray& v) const {
@@ -179,9 +198,19 @@ struct Problem {
     for (int64_t j = 0; j < p; ++j) coef[j] /= scale[j];
     return coef;
   }
+
+  // lamduh * penalty(b), and its gradient added to g (the smooth solvers: no L1 part).
+  double penalty(const std::vector<double>& b) const { return lam * reg.value(b, factor); }
+  void add_penalty_gradient(const std::vector<double>& b, std::vector<double>* g) const {
+    const double c = lam * reg.l2_share();
+    for (int64_t j = 0; j < p; ++j) (*g)[j] += c * factor[j] * factor[j] * b[j];
+  }
 };
 
-Problem prepare(const char* solver, const Array& X0, const Array& y0, const Options& o) {
+enum class Smooth { Required, NotRequired };
+
+Problem prepare(const char* solver, const Array& X0, const Array& y0, const Options& o,
+                Smooth smooth) {
   const std::string op = std::string("glm.") + solver;
   if (!X0.node() || !y0.node()) throw Error(op + ": X or y is an empty Array");
   if (X0.ndim() != 2 || y0.ndim() != 1)
@@ -190,35 +219,52 @@ Problem prepare(const char* solver, const Array& X0, const Array& y0, const Opti
   if (X0.shape()[0] != y0.shape()[0])
     throw Error(op + ": X has " + std::to_string(X0.shape()[0]) + " rows, y " +
                 std::to_string(y0.shape()[0]));
+  if (X0.shape()[0] == 0 || X0.shape()[1] == 0)
+    throw Error(op + ": X is empty, shape " + shape_str(X0.shape()));
   if (X0.chunks()[0] != y0.chunks()[0])
     throw Error(op + ": X's row chunks " + row_chunks(X0) + " differ from y's " + row_chunks(y0) +
                 " (rechunk one of them)");
+  if (!(o.lamduh >= 0) || !std::isfinite(o.lamduh))
+    throw Error(op + ": lamduh must be finite and >= 0, got " + std::to_string(o.lamduh));
+  if (o.penalty.penalty == Penalty::ElasticNet && !(o.penalty.weight >= 0 && o.penalty.weight <= 1))
+    throw Error(op + ": the elastic net's weight must be in [0, 1], got " +
+                std::to_string(o.penalty.weight));
+  if (smooth == Smooth::Required && o.penalty.has_l1())
+    throw Error(op + ": the l1 part of a penalty is not differentiable; use proximal_grad or admm");
   Problem pr;
+  pr.op = op;
   pr.family = o.family;
   pr.opt = o.compute;
   pr.p = X0.shape()[1];
   Array X = X0.astype(DType::Float64), y = y0.astype(DType::Float64);
-  // One pass for the checks and the column statistics.
+  // One plan for the checks and the column statistics (the latter only where they are used).
   Array labels_ok = o.family == Family::Logistic  ? ((y == 0.0) | (y == 1.0)).all()
                     : o.family == Family::Poisson ? (y >= 0.0).all()
                                                   : isfinite(y).all();
-  std::vector<NDArray> r =
-      compute({isfinite(X).all(), isfinite(y).all(), labels_ok, X.mean({0}), X.std({0})}, pr.opt);
+  const bool statistics = o.normalize || o.penalize_original;
+  std::vector<Array> wanted = {isfinite(X).all(), isfinite(y).all(), labels_ok};
+  if (statistics) {
+    wanted.push_back(X.mean({0}));
+    wanted.push_back(X.std({0}));
+  }
+  std::vector<NDArray> r = compute(wanted, pr.opt);
   if (!r[0].item<bool>() || !r[1].item<bool>())
     throw Error(op + ": X or y has non-finite values (NaN or inf)");
   if (!r[2].item<bool>())
     throw Error(op + (o.family == Family::Logistic
                           ? ": the logistic family needs labels y in {0, 1}"
                           : ": the Poisson family needs counts y >= 0"));
-  pr.mean = values(r[3]);
-  pr.scale = values(r[4]);
+  pr.mean = statistics ? values(r[3]) : std::vector<double>(static_cast<size_t>(pr.p), 0.0);
+  pr.scale = statistics ? values(r[4]) : std::vector<double>(static_cast<size_t>(pr.p), 1.0);
   for (int64_t j = 0; j < pr.p; ++j) {
-    if (!o.normalize) {
+    if (pr.scale[j] == 0) {  // a constant column: the intercept
+      if (pr.intercept >= 0 && o.normalize)
+        throw Error(op + ": more than one constant column in X");
+      if (pr.intercept < 0) pr.intercept = static_cast<int>(j);
       pr.mean[j] = 0;
       pr.scale[j] = 1;
-    } else if (pr.scale[j] == 0) {
-      if (pr.intercept >= 0) throw Error(op + ": more than one constant column in X");
-      pr.intercept = static_cast<int>(j);
+    }
+    if (!o.normalize) {
       pr.mean[j] = 0;
       pr.scale[j] = 1;
     }
@@ -226,15 +272,156 @@ Problem prepare(const char* solver, const Array& X0, const Array& y0, const Opti
   if (o.normalize && pr.intercept < 0) std::fill(pr.mean.begin(), pr.mean.end(), 0.0);
   pr.X = o.normalize ? (X - vec(pr.mean)) / vec(pr.scale) : X;
   pr.y = y;
+  pr.reg = o.penalty;
+  pr.lam = o.lamduh;
+  pr.factor.assign(static_cast<size_t>(pr.p), 1.0);
+  if (o.penalize_original)
+    for (int64_t j = 0; j < pr.p; ++j) pr.factor[j] = j == pr.intercept ? 0.0 : 1 / pr.scale[j];
   return pr;
 }
 
 double scalar_of(const NDArray& a) { return a.item<double>(); }
 
+double dot(const std::vector<double>& a, const std::vector<double>& b) {
+  double s = 0;
+  for (size_t j = 0; j < a.size(); ++j) s += a[j] * b[j];
+  return s;
+}
+
+double max_abs(const std::vector<double>& v) {
+  double m = 0;
+  for (double x : v) m = std::max(m, std::abs(x));
+  return m;
+}
+
+// One L-BFGS minimization driven from outside, so that many can share each compute(): point()
+// is where it wants the objective and its gradient next, take() hands them over, done() says it
+// stopped. The two-loop recursion with the last 10 pairs (a pair kept only when s.y > 1e-10 y.y),
+// the first direction -g / |g|, a restart from the gradient when the direction is not a descent
+// one; Armijo backtracking (c1 = 1e-4, halving, 60 trials at most: after that it counts as
+// converged, no decrease being possible at this precision); stops when max |g| <= pgtol, the
+// relative decrease is <= 1e7 eps (scipy's factr), after max_iter iterations, or at a new iterate
+// once max_eval evaluations are spent (0: no limit).
+class Lbfgs {
+ public:
+  Lbfgs(std::vector<double> x0, double pgtol, int max_iter, int max_eval)
+      : x_(std::move(x0)), pgtol_(pgtol), max_iter_(max_iter), max_eval_(max_eval) {}
+
+  const std::vector<double>& point() const { return phase_ == Phase::Search ? trial_ : x_; }
+  bool done() const { return phase_ == Phase::Done; }
+  const std::vector<double>& x() const { return x_; }
+
+  void take(double f, const std::vector<double>& g) {
+    ++evals_;
+    if (phase_ == Phase::Start) {
+      f_ = f;
+      g_ = g;
+      if (max_abs(g_) <= pgtol_) {
+        converged = true;
+        phase_ = Phase::Done;
+      } else if (max_iter_ <= 0) {
+        phase_ = Phase::Done;
+      } else {
+        search();
+      }
+      return;
+    }
+    if (!(f <= f_ + 1e-4 * step_ * slope_)) {  // rejected: halve the step
+      step_ *= 0.5;
+      if (++trials_ == 60) {
+        ++n_iter;
+        loss.push_back(f_);
+        converged = true;
+        phase_ = Phase::Done;
+        return;
+      }
+      for (size_t j = 0; j < x_.size(); ++j) trial_[j] = x_[j] + step_ * d_[j];
+      return;
+    }
+    ++n_iter;
+    const size_t p = x_.size();
+    std::vector<double> s(p), yv(p);
+    for (size_t j = 0; j < p; ++j) {
+      s[j] = trial_[j] - x_[j];
+      yv[j] = g[j] - g_[j];
+    }
+    const double sy = dot(s, yv);
+    if (sy > 1e-10 * dot(yv, yv)) {
+      s_.push_back(std::move(s));
+      y_.push_back(std::move(yv));
+      rho_.push_back(1 / sy);
+      if (s_.size() > 10) {
+        s_.erase(s_.begin());
+        y_.erase(y_.begin());
+        rho_.erase(rho_.begin());
+      }
+    }
+    const double f_old = f_;
+    x_ = trial_;
+    g_ = g;
+    f_ = f;
+    loss.push_back(f);
+    if (max_abs(g_) <= pgtol_ ||
+        f_old - f_ <= 1e7 * 2.220446049250313e-16 * std::max({std::abs(f_old), std::abs(f_), 1.0}))
+      converged = true;
+    if (converged || n_iter >= max_iter_ || (max_eval_ > 0 && evals_ >= max_eval_))
+      phase_ = Phase::Done;
+    else
+      search();
+  }
+
+  int n_iter = 0;
+  bool converged = false;
+  std::vector<double> loss;  // the objective after each iteration
+
+ private:
+  enum class Phase { Start, Search, Done };
+
+  void search() {  // d = -H g by the two-loop recursion; the first trial x + d
+    const size_t p = x_.size(), m = s_.size();
+    std::vector<double> q = g_, alpha(m);
+    for (size_t i = m; i-- > 0;) {
+      alpha[i] = rho_[i] * dot(s_[i], q);
+      for (size_t j = 0; j < p; ++j) q[j] -= alpha[i] * y_[i][j];
+    }
+    const double gamma =
+        m == 0 ? 1 / std::sqrt(dot(g_, g_)) : dot(s_.back(), y_.back()) / dot(y_.back(), y_.back());
+    for (size_t j = 0; j < p; ++j) q[j] *= gamma;
+    for (size_t i = 0; i < m; ++i) {
+      const double b = rho_[i] * dot(y_[i], q);
+      for (size_t j = 0; j < p; ++j) q[j] += s_[i][j] * (alpha[i] - b);
+    }
+    d_.resize(p);
+    for (size_t j = 0; j < p; ++j) d_[j] = -q[j];
+    slope_ = dot(g_, d_);
+    if (!(slope_ < 0)) {  // not a descent direction: forget the pairs, follow the gradient
+      s_.clear();
+      y_.clear();
+      rho_.clear();
+      const double scale = 1 / std::sqrt(dot(g_, g_));
+      for (size_t j = 0; j < p; ++j) d_[j] = -g_[j] * scale;
+      slope_ = dot(g_, d_);
+    }
+    step_ = 1;
+    trials_ = 0;
+    trial_.resize(p);
+    for (size_t j = 0; j < p; ++j) trial_[j] = x_[j] + d_[j];
+    phase_ = Phase::Search;
+  }
+
+  std::vector<double> x_, g_, d_, trial_;
+  double f_ = 0, step_ = 1, slope_ = 0;
+  double pgtol_;
+  int max_iter_, max_eval_, evals_ = 0, trials_ = 0;
+  Phase phase_ = Phase::Start;
+  std::vector<std::vector<double>> s_, y_;
+  std::vector<double> rho_;
+};
+
 }  // namespace
 
 Result gradient_descent(const Array& X, const Array& y, const Options& o) {
-  Problem pr = prepare("gradient_descent", X, y, o);
+  Problem pr = prepare("gradient_descent", X, y, o, Smooth::Required);
   const int max_iter = o.max_iter > 0 ? o.max_iter : 100;
   const double tol = o.tol > 0 ? o.tol : 1e-14;
   std::vector<double> beta(pr.p, 0.0);
@@ -246,21 +433,27 @@ Result gradient_descent(const Array& X, const Array& y, const Options& o) {
       Array fresh = matmul(pr.X, vec(beta));
       std::vector<NDArray> r = compute({fresh, loss(pr.family, fresh, pr.y)}, pr.opt);
       xb = pr.rows(r[0]);
-      func = scalar_of(r[1]);
+      func = scalar_of(r[1]) + pr.penalty(beta);
     }
     std::vector<double> grad = values(compute({gradient(pr.family, xb, pr.X, pr.y)}, pr.opt)[0]);
+    pr.add_penalty_gradient(beta, &grad);
     Array xg = pr.rows(compute({matmul(pr.X, vec(grad))}, pr.opt)[0]);
     // dask-glm's compute_stepsize_dask: Armijo backtracking.
     const double steplen = sum_sq(grad), lf = func;
     double s = step;
+    std::vector<double> trial(pr.p);
     for (int ii = 0; ii < 100; ++ii) {
       bool moved = false;
-      for (int64_t j = 0; j < pr.p; ++j) moved = moved || beta[j] - s * grad[j] != beta[j];
+      for (int64_t j = 0; j < pr.p; ++j) {
+        trial[j] = beta[j] - s * grad[j];
+        moved = moved || trial[j] != beta[j];
+      }
       if (ii > 0 && !moved) {
         s = 0;
         break;
       }
-      func = scalar_of(compute({loss(pr.family, xb - s * xg, pr.y)}, pr.opt)[0]);
+      func =
+          scalar_of(compute({loss(pr.family, xb - s * xg, pr.y)}, pr.opt)[0]) + pr.penalty(trial);
       if (lf - func >= 0.1 * s * steplen) break;
       s *= backtrack;
     }
@@ -280,20 +473,22 @@ Result gradient_descent(const Array& X, const Array& y, const Options& o) {
 }
 
 Result newton(const Array& X, const Array& y, const Options& o) {
-  Problem pr = prepare("newton", X, y, o);
+  Problem pr = prepare("newton", X, y, o, Smooth::Required);
   const int max_iter = o.max_iter > 0 ? o.max_iter : 50;
   const double tol = o.tol > 0 ? o.tol : 1e-8;
   std::vector<double> beta(pr.p, 0.0);
   Result res;
   const int64_t p = pr.p;
+  const double c = pr.lam * pr.reg.l2_share();
   while (true) {
     Array xb = matmul(pr.X, vec(beta));
     std::vector<NDArray> r =
         compute({hessian(pr.family, xb, pr.X), gradient(pr.family, xb, pr.X, pr.y)}, pr.opt);
+    std::vector<double> h = values(r[0]), g = values(r[1]);
+    pr.add_penalty_gradient(beta, &g);
+    for (int64_t j = 0; j < p; ++j) h[j * p + j] += c * pr.factor[j] * pr.factor[j];
     // step = lstsq(H, g), as dask-glm (NumPy 2's rcond).
-    Array h = from_buffer(r[0].data(), DType::Float64, {p, p}, {}, r[0].storage());
-    Array g = from_buffer(r[1].data(), DType::Float64, {p}, {}, r[1].storage());
-    std::vector<double> step = values(linalg::lstsq(h, g).x.compute());
+    std::vector<double> step = values(linalg::lstsq(vec(h).reshape({p, p}), vec(g)).x.compute());
     bool moved = false;
     for (int64_t j = 0; j < p; ++j) {
       double next = beta[j] - step[j];
@@ -302,7 +497,8 @@ Result newton(const Array& X, const Array& y, const Options& o) {
     }
     ++res.n_iter;
     res.loss.push_back(
-        scalar_of(compute({loss(pr.family, matmul(pr.X, vec(beta)), pr.y)}, pr.opt)[0]));
+        scalar_of(compute({loss(pr.family, matmul(pr.X, vec(beta)), pr.y)}, pr.opt)[0]) +
+        pr.penalty(beta));
     if (!moved) {
       res.converged = true;
       break;
@@ -314,11 +510,14 @@ Result newton(const Array& X, const Array& y, const Options& o) {
 }
 
 Result proximal_grad(const Array& X, const Array& y, const Options& o) {
-  Problem pr = prepare("proximal_grad", X, y, o);
+  Options l1 = o;
+  if (l1.penalty.penalty == Penalty::None) l1.penalty.penalty = Penalty::L1;  // dask-glm's default
+  Problem pr = prepare("proximal_grad", X, y, l1, Smooth::NotRequired);
+  // dask-glm 0.4.0 accepts a step, and stops, by the loss alone; with a penalty that makes it
+  // stop short of the optimum (an L1 step that trades loss for penalty is never accepted), so
+  // here func is the objective, loss + lamduh * penalty.
   const int max_iter = o.max_iter > 0 ? o.max_iter : 100;
   const double tol = o.tol > 0 ? o.tol : 1e-8;
-  Regularizer reg = o.penalty;
-  if (reg.penalty == Penalty::None) reg.penalty = Penalty::L1;  // dask-glm's default
   std::vector<double> beta(pr.p, 0.0);
   double step = 1.0, backtrack = 0.1, func = 0;
   Array xb;
@@ -328,7 +527,7 @@ Result proximal_grad(const Array& X, const Array& y, const Options& o) {
       Array fresh = matmul(pr.X, vec(beta));
       std::vector<NDArray> r = compute({fresh, loss(pr.family, fresh, pr.y)}, pr.opt);
       xb = pr.rows(r[0]);
-      func = scalar_of(r[1]);
+      func = scalar_of(r[1]) + pr.penalty(beta);
     }
     std::vector<double> grad = values(compute({gradient(pr.family, xb, pr.X, pr.y)}, pr.opt)[0]);
     const std::vector<double> obeta = beta;
@@ -337,11 +536,11 @@ Result proximal_grad(const Array& X, const Array& y, const Options& o) {
     for (int ii = 0; ii < 100; ++ii) {
       std::vector<double> trial(pr.p);
       for (int64_t j = 0; j < pr.p; ++j) trial[j] = obeta[j] - step * grad[j];
-      beta = reg.proximal(trial, step * o.lamduh);
+      beta = pr.reg.proximal(trial, step * pr.lam, pr.factor);
       Array fresh = matmul(pr.X, vec(beta));
       std::vector<NDArray> r = compute({fresh, loss(pr.family, fresh, pr.y)}, pr.opt);
       xb = pr.rows(r[0]);
-      func = scalar_of(r[1]);
+      func = scalar_of(r[1]) + pr.penalty(beta);
       df = lf - func;
       if (df > 0) break;
       step *= backtrack;
@@ -362,112 +561,112 @@ Result proximal_grad(const Array& X, const Array& y, const Options& o) {
 }
 
 Result lbfgs(const Array& X, const Array& y, const Options& o) {
-  const Regularizer& reg = o.penalty;
-  if (reg.penalty == Penalty::L1 || (reg.penalty == Penalty::ElasticNet && reg.weight > 0))
-    throw Error("glm.lbfgs: the l1 part of a penalty is not differentiable; use proximal_grad");
-  Problem pr = prepare("lbfgs", X, y, o);
-  const int max_iter = o.max_iter > 0 ? o.max_iter : 100;
-  const double tol = o.tol > 0 ? o.tol : 1e-4;
-  const double factr = 1e7 * 2.220446049250313e-16;
-  const double lam = reg.penalty == Penalty::None ? 0.0 : o.lamduh;
-  const int64_t p = pr.p;
-  // The objective and its gradient at b: one compute.
-  auto evaluate = [&](const std::vector<double>& b, std::vector<double>* g) {
+  Problem pr = prepare("lbfgs", X, y, o, Smooth::Required);
+  Lbfgs run(std::vector<double>(pr.p, 0.0), o.tol > 0 ? o.tol : 1e-4,
+            o.max_iter > 0 ? o.max_iter : 100, 0);
+  while (!run.done()) {  // the objective and its gradient at the point asked for: one compute
+    const std::vector<double>& b = run.point();
     Array xb = matmul(pr.X, vec(b));
     std::vector<NDArray> r =
         compute({loss(pr.family, xb, pr.y), gradient(pr.family, xb, pr.X, pr.y)}, pr.opt);
-    *g = values(r[1]);
-    double smooth = 1 - (reg.penalty == Penalty::ElasticNet ? reg.weight : 0);  // L2's share
-    for (int64_t j = 0; j < p; ++j) (*g)[j] += lam * smooth * b[j];
-    return scalar_of(r[0]) + lam * reg.value(b);
-  };
-  auto dot = [&](const std::vector<double>& a, const std::vector<double>& b) {
-    double s = 0;
-    for (int64_t j = 0; j < p; ++j) s += a[j] * b[j];
-    return s;
-  };
-  auto max_abs = [](const std::vector<double>& v) {
-    double m = 0;
-    for (double x : v) m = std::max(m, std::abs(x));
-    return m;
-  };
-  std::vector<double> beta(p, 0.0), grad;
-  double f = evaluate(beta, &grad);
-  std::vector<std::vector<double>> s_hist, y_hist;
-  std::vector<double> rho_hist;
+    std::vector<double> g = values(r[1]);
+    pr.add_penalty_gradient(b, &g);
+    run.take(scalar_of(r[0]) + pr.penalty(b), g);
+  }
   Result res;
-  if (max_abs(grad) <= tol) res.converged = true;
-  for (int k = 0; k < max_iter && !res.converged; ++k) {
-    // Two-loop recursion: d = -H g.
-    std::vector<double> q = grad, alpha(s_hist.size());
-    for (size_t i = s_hist.size(); i-- > 0;) {
-      alpha[i] = rho_hist[i] * dot(s_hist[i], q);
-      for (int64_t j = 0; j < p; ++j) q[j] -= alpha[i] * y_hist[i][j];
-    }
-    double gamma = s_hist.empty()
-                       ? 1.0 / std::sqrt(dot(grad, grad))
-                       : dot(s_hist.back(), y_hist.back()) / dot(y_hist.back(), y_hist.back());
-    for (int64_t j = 0; j < p; ++j) q[j] *= gamma;
-    for (size_t i = 0; i < s_hist.size(); ++i) {
-      double b = rho_hist[i] * dot(y_hist[i], q);
-      for (int64_t j = 0; j < p; ++j) q[j] += s_hist[i][j] * (alpha[i] - b);
-    }
-    std::vector<double> d(p);
-    for (int64_t j = 0; j < p; ++j) d[j] = -q[j];
-    double slope = dot(grad, d);
-    if (!(slope < 0)) {  // not a descent direction: restart from the gradient
-      s_hist.clear();
-      y_hist.clear();
-      rho_hist.clear();
-      double scale = 1.0 / std::sqrt(dot(grad, grad));
-      for (int64_t j = 0; j < p; ++j) d[j] = -grad[j] * scale;
-      slope = dot(grad, d);
-    }
-    // Armijo backtracking.
-    double step = 1.0, f_new = f;
-    std::vector<double> trial(p), g_new;
-    bool accepted = false;
-    for (int ls = 0; ls < 60; ++ls) {
-      for (int64_t j = 0; j < p; ++j) trial[j] = beta[j] + step * d[j];
-      f_new = evaluate(trial, &g_new);
-      if (f_new <= f + 1e-4 * step * slope) {
-        accepted = true;
-        break;
+  res.coef = pr.original(run.x());
+  res.n_iter = run.n_iter;
+  res.loss = run.loss;
+  res.converged = run.converged;
+  return res;
+}
+
+Result admm(const Array& X, const Array& y, const Options& o) {
+  Options l1 = o;
+  if (l1.penalty.penalty == Penalty::None) l1.penalty.penalty = Penalty::L1;  // dask-glm's default
+  Problem pr = prepare("admm", X, y, l1, Smooth::NotRequired);
+  if (!(o.rho > 0) || !std::isfinite(o.rho) || !(o.reltol >= 0) || !std::isfinite(o.over_relax))
+    throw Error("glm.admm: rho must be finite and > 0, reltol >= 0 and over_relax finite");
+  const int max_iter = o.max_iter > 0 ? o.max_iter : 250;
+  const double abstol = o.tol > 0 ? o.tol : 1e-4, reltol = o.reltol, rho = o.rho;
+  const int64_t p = pr.p;
+  // The row chunks and their local problems.
+  const std::vector<int64_t>& sizes = pr.y.chunks()[0];
+  const size_t k = sizes.size();
+  std::vector<Array> Xs, ys;
+  int64_t start = 0;
+  for (int64_t size : sizes) {
+    Xs.push_back(pr.X.slice({Slice(start, start + size), Slice::all()}));
+    ys.push_back(pr.y.slice({Slice(start, start + size)}));
+    start += size;
+  }
+  std::vector<double> z(p, 0.0);
+  std::vector<std::vector<double>> u(k, std::vector<double>(p, 0.0)), betas(k);
+  Result res;
+  for (int it = 0; it < max_iter; ++it) {
+    // x-update: every chunk's local L-BFGS from ones (dask-glm never carries betas over); each
+    // round evaluates all chunks in one compute, those already done at their final point, so
+    // that every round is the same plan.
+    std::vector<Lbfgs> local;
+    for (size_t i = 0; i < k; ++i) local.emplace_back(std::vector<double>(p, 1.0), 1e-5, 200, 250);
+    auto all_done = [&] {
+      return std::all_of(local.begin(), local.end(), [](const Lbfgs& l) { return l.done(); });
+    };
+    while (!all_done()) {
+      std::vector<Array> outs;
+      for (size_t i = 0; i < k; ++i) {
+        Array xb = matmul(Xs[i], vec(local[i].point()));
+        outs.push_back(loss(pr.family, xb, ys[i]));
+        outs.push_back(gradient(pr.family, xb, Xs[i], ys[i]));
       }
-      step *= 0.5;
+      std::vector<NDArray> r = compute(outs, pr.opt);
+      for (size_t i = 0; i < k; ++i) {
+        if (local[i].done()) continue;
+        const std::vector<double>& b = local[i].point();
+        std::vector<double> g = values(r[2 * i + 1]), d(p);
+        for (int64_t j = 0; j < p; ++j) {
+          d[j] = b[j] - z[j] + u[i][j];
+          g[j] += rho * d[j];
+        }
+        local[i].take(scalar_of(r[2 * i]) + rho / 2 * dot(d, d), g);
+      }
     }
-    res.n_iter = k + 1;
-    if (!accepted) {  // no decrease along d: as converged as this precision allows
-      res.loss.push_back(f);
+    for (size_t i = 0; i < k; ++i) betas[i] = local[i].x();
+    // z-update (the proximal operator of the penalty) and u-update, over-relaxed.
+    const std::vector<double> zold = z;
+    std::vector<double> ztilde(p, 0.0);
+    std::vector<std::vector<double>> hat(k, std::vector<double>(p));
+    for (size_t i = 0; i < k; ++i)
+      for (int64_t j = 0; j < p; ++j) {
+        hat[i][j] = o.over_relax * betas[i][j] + (1 - o.over_relax) * z[j];
+        ztilde[j] += (hat[i][j] + u[i][j]) / static_cast<double>(k);
+      }
+    z = pr.reg.proximal(ztilde, pr.lam / (rho * static_cast<double>(k)), pr.factor);
+    double primal = 0, betas_sq = 0, u_sq = 0;
+    for (size_t i = 0; i < k; ++i)
+      for (int64_t j = 0; j < p; ++j) {
+        u[i][j] += hat[i][j] - z[j];
+        primal += (betas[i][j] - z[j]) * (betas[i][j] - z[j]);
+        betas_sq += betas[i][j] * betas[i][j];
+        u_sq += u[i][j] * u[i][j];
+      }
+    double dual_sq = 0;
+    for (int64_t j = 0; j < p; ++j) dual_sq += (z[j] - zold[j]) * (z[j] - zold[j]);
+    const double kp = std::sqrt(static_cast<double>(p) * static_cast<double>(k));
+    const double eps_pri =
+        kp * abstol +
+        reltol * std::max(std::sqrt(betas_sq), std::sqrt(static_cast<double>(k) * sum_sq(z)));
+    const double eps_dual = kp * abstol + reltol * rho * std::sqrt(u_sq);
+    ++res.n_iter;
+    res.loss.push_back(
+        scalar_of(compute({loss(pr.family, matmul(pr.X, vec(z)), pr.y)}, pr.opt)[0]) +
+        pr.penalty(z));
+    if (std::sqrt(primal) < eps_pri && rho * std::sqrt(dual_sq) < eps_dual) {
       res.converged = true;
       break;
     }
-    std::vector<double> s(p), yv(p);
-    for (int64_t j = 0; j < p; ++j) {
-      s[j] = trial[j] - beta[j];
-      yv[j] = g_new[j] - grad[j];
-    }
-    double sy = dot(s, yv);
-    if (sy > 1e-10 * dot(yv, yv)) {  // keep the pair only where it keeps H positive definite
-      s_hist.push_back(s);
-      y_hist.push_back(yv);
-      rho_hist.push_back(1.0 / sy);
-      if (s_hist.size() > 10) {
-        s_hist.erase(s_hist.begin());
-        y_hist.erase(y_hist.begin());
-        rho_hist.erase(rho_hist.begin());
-      }
-    }
-    const double f_old = f;
-    beta = trial;
-    grad = g_new;
-    f = f_new;
-    res.loss.push_back(f);
-    if (max_abs(grad) <= tol ||
-        (f_old - f) <= factr * std::max({std::abs(f_old), std::abs(f), 1.0}))
-      res.converged = true;
   }
-  res.coef = pr.original(beta);
+  res.coef = pr.original(z);
   return res;
 }
 
@@ -476,8 +675,120 @@ Result solve(const std::string& solver, const Array& X, const Array& y, const Op
   if (solver == "newton") return newton(X, y, o);
   if (solver == "proximal_grad") return proximal_grad(X, y, o);
   if (solver == "lbfgs") return lbfgs(X, y, o);
+  if (solver == "admm") return admm(X, y, o);
   throw Error("glm: unknown solver '" + solver +
-              "' (known: gradient_descent, newton, proximal_grad, lbfgs)");
+              "' (known: gradient_descent, newton, proximal_grad, lbfgs, admm)");
+}
+
+// ---- estimators --------------------------------------------------------------------------------
+
+namespace {
+
+const char* estimator_name(Family f) {
+  switch (f) {
+    case Family::Logistic:
+      return "glm.LogisticRegression";
+    case Family::Normal:
+      return "glm.LinearRegression";
+    case Family::Poisson:
+      return "glm.PoissonRegression";
+  }
+  return "glm.?";
+}
+
+}  // namespace
+
+LinearModel& LinearModel::fit(const Array& X0, const Array& y) {
+  const std::string op = std::string(estimator_name(family_)) + ".fit";
+  if (!X0.node() || X0.ndim() != 2)
+    throw Error(op + ": expected X of 2 dimensions" +
+                (X0.node() ? ", got shape " + shape_str(X0.shape()) : std::string()));
+  if (!(C > 0) || !std::isfinite(C))
+    throw Error(op + ": C must be finite and > 0, got " + std::to_string(C));
+  if (max_iter <= 0 || !(tol >= 0))
+    throw Error(op + ": max_iter must be > 0 and tol >= 0, got " + std::to_string(max_iter) +
+                " and " + std::to_string(tol));
+  Options o;
+  o.family = family_;
+  o.max_iter = max_iter;
+  o.tol = tol;
+  o.reltol = reltol;
+  o.rho = rho;
+  o.penalty = regularizer(penalty);
+  o.penalty.weight = l1_ratio;
+  o.lamduh = o.penalty.penalty == Penalty::None ? 0.0 : 1 / C;
+  o.penalize_original = true;
+  o.compute = compute;
+  Array X = X0.astype(DType::Float64);
+  const int64_t p = X.shape()[1];
+  if (fit_intercept && p > 0)  // a column of ones in X's row chunks (X is checked finite later)
+    X = concatenate({X, X.slice({Slice::all(), Slice(0, 1)}) * 0.0 + 1.0}, 1);
+  Result r;
+  try {
+    r = solve(solver, X, y, o);
+  } catch (const Error& e) {
+    throw Error(op + ": " + e.what());
+  }
+  coef_.assign(r.coef.begin(), r.coef.begin() + p);
+  intercept_ = fit_intercept ? r.coef[static_cast<size_t>(p)] : 0.0;
+  n_iter_ = r.n_iter;
+  loss_ = r.loss;
+  converged_ = r.converged;
+  return *this;
+}
+
+void LinearModel::check_fitted(const char* what, const Array& X) const {
+  const std::string op = std::string(estimator_name(family_)) + "." + what;
+  if (coef_.empty()) throw Error(op + ": the model is not fitted (call fit first)");
+  if (!X.node() || X.ndim() != 2 || X.shape()[1] != static_cast<int64_t>(coef_.size()))
+    throw Error(op + ": expected X of shape (n, " + std::to_string(coef_.size()) + ")" +
+                (X.node() ? ", got " + shape_str(X.shape()) : std::string()));
+}
+
+Array LinearModel::decision_function(const Array& X) const {
+  check_fitted("decision_function", X);
+  return matmul(X.astype(DType::Float64), vec(coef_)) + intercept_;
+}
+
+Array LogisticRegression::predict_proba(const Array& X) const {
+  return sigmoid(decision_function(X));
+}
+
+Array LogisticRegression::predict(const Array& X) const { return predict_proba(X) > 0.5; }
+
+double LogisticRegression::score(const Array& X, const Array& y) const {
+  return scalar_of(kiln::compute({(predict(X).astype(DType::Float64) == y).mean()}, compute)[0]);
+}
+
+Array LinearRegression::predict(const Array& X) const { return decision_function(X); }
+
+double LinearRegression::score(const Array& X, const Array& y0) const {
+  Array y = y0.astype(DType::Float64), res = y - predict(X), dev = y - y.mean();
+  std::vector<NDArray> r = kiln::compute({(res * res).sum(), (dev * dev).sum()}, compute);
+  return 1 - scalar_of(r[0]) / scalar_of(r[1]);
+}
+
+Array PoissonRegression::predict(const Array& X) const { return exp(decision_function(X)); }
+
+namespace {
+
+Array poisson_deviance(const Array& y, const Array& mu) {
+  return 2.0 * (where(y > 0.0, y * log(y / mu), 0.0) - y + mu).sum();
+}
+
+}  // namespace
+
+double PoissonRegression::deviance(const Array& X, const Array& y0) const {
+  return scalar_of(
+      kiln::compute({poisson_deviance(y0.astype(DType::Float64), predict(X))}, compute)[0]);
+}
+
+double PoissonRegression::score(const Array& X, const Array& y0) const {
+  Array y = y0.astype(DType::Float64);
+  std::vector<NDArray> r = kiln::compute(
+      {poisson_deviance(y, predict(X)), poisson_deviance(y, y.mean().broadcast_to(y.shape()))},
+      compute);
+  return 1 - scalar_of(r[0]) / scalar_of(r[1]);
 }
 
 }  // namespace kiln::glm

@@ -25,9 +25,10 @@ namespace {
 constexpr int64_t kMaxExtent = 2147483647, kMaxThreads = 1024, kMaxRepeat = 1000000;
 
 struct RunOptions {
-  int64_t size = 0, chunk = 0;  // 0: the workload's default
-  int64_t cols = 0;             // matrix workloads' columns; 0: the default
-  int threads = 0, repeat = 1;  // threads 0: all cores
+  int64_t size = 0, chunk = 0;          // 0: the workload's default
+  int64_t cols = 0;                     // matrix workloads' columns; 0: the default
+  std::string family, solver, penalty;  // glm's model; "": its defaults
+  int threads = 0, repeat = 1;          // threads 0: all cores
   bool no_fuse = false, no_push_slices = false, emit_ir = false, json = false;
   bool resident = false;  // x computed before the timed computes, which read it from memory
   std::string dot, trace;
@@ -39,6 +40,7 @@ struct Outcome {
   double seconds = 0;  // median
   double compile_seconds = 0;
   int64_t tasks = 0, kernels = 0, peak_bytes = 0;
+  int64_t computes = 1;  // a solver's compute() calls
 };
 
 int64_t size_of(const kiln::workloads::Workload& w, const RunOptions& o) {
@@ -110,11 +112,14 @@ void run_solver_once(const kiln::workloads::Workload& w, const RunOptions& o, bo
   if (first) co.ir = ir;
   kiln::Stats before = kiln::stats();
   kiln::workloads::SolveStats st;
-  out->results = w.solve(size_of(w, o), chunk_of(w, o), cols_of(w, o), co, &st);
+  kiln::workloads::SolveArgs args{size_of(w, o), chunk_of(w, o), cols_of(w, o),
+                                  o.family,      o.solver,       o.penalty};
+  out->results = w.solve(args, co, &st);
   kiln::Stats after = kiln::stats();
   times->push_back(st.seconds);
   out->compile_seconds += after.compile_seconds - before.compile_seconds;
   out->tasks = st.tasks;
+  out->computes = st.computes;
   if (first)
     out->kernels = (after.kernels_compiled + after.kernels_from_disk) -
                    (before.kernels_compiled + before.kernels_from_disk);
@@ -146,8 +151,11 @@ Outcome run_workload(const kiln::workloads::Workload& w, const RunOptions& o, st
     throw kiln::Error("kiln run: --emit-dot and --trace record one compute(); '" + w.name +
                       "' is a solver of many computes (use --emit-ir to see them)");
   if (o.cols > 0 && w.cols == 0)
-    throw kiln::Error("kiln run: --cols is for the matrix workloads (svd, logistic-gd); '" +
+    throw kiln::Error("kiln run: --cols is for the matrix workloads (svd, logistic-gd, glm); '" +
                       w.name + "' is N x N");
+  if (!w.model && !(o.family.empty() && o.solver.empty() && o.penalty.empty()))
+    throw kiln::Error("kiln run: --family, --solver and --penalty are for the glm workload, not '" +
+                      w.name + "'");
   if (w.solve && o.resident)
     throw kiln::Error("kiln run: --resident is for workloads that generate x; '" + w.name +
                       "' makes its data before its timed solver already");
@@ -173,6 +181,11 @@ nlohmann::json to_json(const kiln::workloads::Workload& w, const RunOptions& o, 
   j["size"] = size_of(w, o);
   j["chunk"] = chunk_of(w, o);
   if (w.cols > 0) j["cols"] = cols_of(w, o);
+  if (w.model) {
+    j["family"] = o.family.empty() ? "logistic" : o.family;
+    j["solver"] = o.solver.empty() ? "lbfgs" : o.solver;
+    j["penalty"] = o.penalty.empty() ? "default" : o.penalty;
+  }
   j["threads"] = o.threads;
   j["fused"] = !o.no_fuse;
   j["push_slices"] = !o.no_push_slices;
@@ -183,6 +196,7 @@ nlohmann::json to_json(const kiln::workloads::Workload& w, const RunOptions& o, 
   if (w.flops) j["gflops"] = w.flops(size_of(w, o)) / r.seconds / 1e9;
   j["compile_seconds"] = r.compile_seconds;
   j["tasks"] = r.tasks;
+  if (w.solve) j["computes"] = r.computes;
   j["kernels"] = r.kernels;
   j["peak_bytes"] = r.peak_bytes;
   j["peak_rss_bytes"] = peak_rss_bytes();
@@ -291,6 +305,15 @@ int kiln_main(int argc, char** argv) {
       ->check(int_in(1, kMaxExtent));
   run->add_option("--cols", opt.cols, "K: the columns of a matrix workload's N x K data")
       ->check(int_in(1, kMaxExtent));
+  run->add_option("--family", opt.family, "glm: logistic (default), normal or poisson")
+      ->check(CLI::IsMember({"logistic", "normal", "poisson"}));
+  run->add_option("--solver", opt.solver,
+                  "glm: lbfgs (default), gradient_descent, newton, admm or proximal_grad")
+      ->check(CLI::IsMember({"lbfgs", "gradient_descent", "newton", "admm", "proximal_grad"}));
+  run->add_option("--penalty", opt.penalty,
+                  "glm: l1, l2 or elastic (lamduh 0.1; default none, l1 for admm and "
+                  "proximal_grad)")
+      ->check(CLI::IsMember({"l1", "l2", "elastic"}));
   run->add_option("--chunk", opt.chunk, "C (blocks are C x C)")->check(int_in(1, kMaxExtent));
   run->add_option("--threads", opt.threads, "worker threads (default: all cores)")
       ->check(int_in(1, kMaxThreads));

@@ -2,20 +2,27 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
+
+#include "kiln/glm.hpp"
 
 namespace kiln::workloads {
 
 namespace {
 
-// compute() that also counts into `st`.
-std::vector<NDArray> run(const std::vector<Array>& outs, const ComputeOptions& opt,
-                         SolveStats* st) {
-  std::vector<NDArray> r = compute(outs, opt);
-  Stats s = stats();
-  ++st->computes;
-  st->tasks += s.last_tasks;
-  st->peak_bytes = std::max(st->peak_bytes, s.last_peak_bytes);
-  return r;
+// Runs the solver `fn`, timing it and counting its computes, tasks and peak into `st`.
+template <class F>
+auto measured(SolveStats* st, F&& fn) {
+  reset_peak_stats();
+  Stats before = stats();
+  auto t0 = std::chrono::steady_clock::now();
+  auto out = fn();
+  st->seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  Stats after = stats();
+  st->computes = after.computes - before.computes;
+  st->tasks = after.tasks - before.tasks;
+  st->peak_bytes = after.max_peak_bytes;
+  return out;
 }
 
 // A computed 1-D or 2-D array as a lazy leaf again (zero-copy; `keep` must outlive its use).
@@ -23,38 +30,79 @@ Array leaf(const NDArray& keep, const Shape& chunks) {
   return from_buffer(keep.data(), keep.dtype(), keep.shape(), chunks);
 }
 
-// The logistic regression problem of seed 000 (dask-glm's benchmarks): X ~ N(0, 1), (n, 100)
-// in row blocks of c, y = [X w + N(0, 1) > 0] with w_j = (j mod 7 - 3) / 3; then dask-glm's
-// gradient descent, 20 iterations at most.
-std::vector<double> logistic_gd(int64_t n, int64_t c, int64_t p, const ComputeOptions& opt,
-                                SolveStats* st) {
+// Seed 000's GLM problems (dask-glm's benchmarks), made before the timed solver: X ~ N(0, 1),
+// (n, p) in row blocks of c; eta = X w, w_j = (j mod 7 - 3) / 3; logistic y = [eta + N(0, 1) >
+// 0], normal y = eta + N(0, 1), Poisson y = floor(exp(eta / |w|) + U(0, 1)) (counts of mean about
+// exp(eta / |w|); Kiln has no Poisson sampler).
+std::vector<NDArray> glm_data(glm::Family family, int64_t n, int64_t c, int64_t p,
+                              const ComputeOptions& opt) {
   random::Generator rng(0);
   Array x = rng.normal(0, 1, {n, p}, {c, p});
   std::vector<double> w(p);
-  for (int64_t j = 0; j < p; ++j) w[j] = static_cast<double>(j % 7 - 3) / 3;
-  Array noise = rng.normal(0, 1, {n}, {c});
-  Array label = ((x * from_buffer(w.data(), {1, p})).sum({1}) + noise > 0).astype(DType::Float64);
-  std::vector<NDArray> data = compute({x, label}, opt);
-  double loss = 0;
-  int iterations = 0;
-  auto t0 = std::chrono::steady_clock::now();
-  logistic_gradient_descent(leaf(data[0], {c, p}), leaf(data[1], {c}), 20, 1e-14, opt, st, &loss,
-                            &iterations);
-  st->seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  return {loss, static_cast<double>(iterations)};
+  double norm = 0;
+  for (int64_t j = 0; j < p; ++j) {
+    w[j] = static_cast<double>(j % 7 - 3) / 3;
+    norm += w[j] * w[j];
+  }
+  Array eta = (x * from_buffer(w.data(), {1, p})).sum({1});
+  Array y;
+  switch (family) {
+    case glm::Family::Logistic:
+      y = (eta + rng.normal(0, 1, {n}, {c}) > 0).astype(DType::Float64);
+      break;
+    case glm::Family::Normal:
+      y = eta + rng.normal(0, 1, {n}, {c});
+      break;
+    case glm::Family::Poisson:
+      y = floor(exp(eta / std::sqrt(norm)) + rng.uniform(0, 1, {n}, {c}));
+      break;
+  }
+  return compute({x, y}, opt);
+}
+
+// The logistic regression of seed 000 by dask-glm's gradient descent (kiln::glm, without the
+// column normalization, as the peers' runs), 20 iterations at most.
+std::vector<double> logistic_gd(const SolveArgs& a, const ComputeOptions& opt, SolveStats* st) {
+  std::vector<NDArray> data = glm_data(glm::Family::Logistic, a.n, a.c, a.cols, opt);
+  glm::Options o;
+  o.max_iter = 20;
+  o.tol = 1e-14;
+  o.normalize = false;
+  o.compute = opt;
+  glm::Result r = measured(st, [&] {
+    return glm::gradient_descent(leaf(data[0], {a.c, a.cols}), leaf(data[1], {a.c}), o);
+  });
+  return {r.loss.back(), static_cast<double>(r.n_iter)};
+}
+
+// `kiln run glm`: a family, solver and penalty of kiln::glm on seed 000's data (dask-glm's
+// defaults otherwise: normalized columns, lamduh 0.1).
+std::vector<double> glm_workload(const SolveArgs& a, const ComputeOptions& opt, SolveStats* st) {
+  glm::Options o;
+  o.family = glm::family(a.family.empty() ? "logistic" : a.family);
+  if (!a.penalty.empty())
+    o.penalty = glm::regularizer(a.penalty == "elastic" ? "elastic_net" : a.penalty);
+  o.compute = opt;
+  const std::string solver = a.solver.empty() ? "lbfgs" : a.solver;
+  std::vector<NDArray> data = glm_data(o.family, a.n, a.c, a.cols, opt);
+  glm::Result r = measured(st, [&] {
+    return glm::solve(solver, leaf(data[0], {a.c, a.cols}), leaf(data[1], {a.c}), o);
+  });
+  return {r.loss.empty() ? 0.0 : r.loss.back(), static_cast<double>(r.n_iter),
+          r.converged ? 1.0 : 0.0};
 }
 
 // Seed 000's SVD: x = normal(0, 1, (m, k)) in row blocks of c, made before the timed part; then
 // u, s, vh = svd(x) (TSQR over the row blocks), timed; results: the first 5 singular values and
 // ||u s vh - x|| / ||x||, computed after the timing.
-std::vector<double> svd_workload(int64_t m, int64_t c, int64_t k, const ComputeOptions& opt,
-                                 SolveStats* st) {
-  NDArray data = compute({random::Generator(0).normal(0, 1, {m, k}, {c, k})}, opt)[0];
+std::vector<double> svd_workload(const SolveArgs& a, const ComputeOptions& opt, SolveStats* st) {
+  const int64_t c = a.c, k = a.cols;
+  NDArray data = compute({random::Generator(0).normal(0, 1, {a.n, k}, {c, k})}, opt)[0];
   Array x = leaf(data, {c, k});
-  auto t0 = std::chrono::steady_clock::now();
-  linalg::SVD f = linalg::svd(x);
-  std::vector<NDArray> r = run({f.u, f.s, f.vh}, opt, st);
-  st->seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  std::vector<NDArray> r = measured(st, [&] {
+    linalg::SVD f = linalg::svd(x);
+    return compute({f.u, f.s, f.vh}, opt);
+  });
   Array u = from_buffer(r[0].data(), r[0].dtype(), r[0].shape(), {c, r[0].shape()[1]});
   Array s = from_buffer(r[1].data(), r[1].dtype(), r[1].shape());
   Array vh = from_buffer(r[2].data(), r[2].dtype(), r[2].shape());
@@ -67,74 +115,6 @@ std::vector<double> svd_workload(int64_t m, int64_t c, int64_t k, const ComputeO
 }
 
 }  // namespace
-
-std::vector<double> logistic_gradient_descent(const Array& X, const Array& y, int max_iter,
-                                              double tol, const ComputeOptions& opt, SolveStats* st,
-                                              double* loss, int* iterations) {
-  const int64_t p = X.shape()[1];
-  const Shape rows = {X.chunks()[0].front()};          // y's and X beta's blocks: X's row blocks
-  auto dot_rows = [&](const std::vector<double>& v) {  // X v: one fused pass over X
-    return matmul(X, from_buffer(v.data(), {p}));
-  };
-  // dask-glm's loglike, sum(xb + log1p(exp(-xb))) - y . xb, with the softplus written so that
-  // exp's argument stays in [-700, 0]: the line search's first trial steps reach |xb| ~ 1e4,
-  // where exp(-xb) is inf or 0 (the same rejection either way), and libmvec's vector exp takes
-  // a scalar slow path for every such lane (it was a third of the solver's time).
-  auto loglike = [&](const Array& xb) {
-    return (maximum(xb, 0.0) + log1p(exp(maximum(-abs(xb), -700.0)))).sum() - (y * xb).sum();
-  };
-  std::vector<double> beta(p, 0.0), grad(p);
-  double step_size = 1.0, backtrack = 0.1, func = 0;
-  NDArray xbeta_mem, xgrad_mem;
-  Array xbeta;
-  int k = 0;
-  for (; k < max_iter; ++k) {
-    if (k % 10 == 0) {  // X beta afresh (rounding drift), and its loss
-      Array xb = dot_rows(beta);
-      std::vector<NDArray> r = run({xb, loglike(xb)}, opt, st);
-      xbeta_mem = r[0];
-      xbeta = leaf(xbeta_mem, rows);
-      func = r[1].item<double>();
-    }
-    // grad = X^T (sigmoid(X beta) - y), one fused pass over X; X grad.
-    NDArray g = run({matmul(X.T(), sigmoid(xbeta) - y)}, opt, st)[0];
-    std::copy_n(g.data_as<double>(), p, grad.begin());
-    xgrad_mem = run({dot_rows(grad)}, opt, st)[0];
-    Array xgrad = leaf(xgrad_mem, rows);
-    // Backtracking line search (dask-glm's compute_stepsize_dask).
-    double steplen = 0;
-    for (double v : grad) steplen += v * v;
-    const double lf = func;
-    double s = step_size;
-    for (int ii = 0; ii < 100; ++ii) {
-      bool moved = false;
-      for (int64_t j = 0; j < p; ++j) moved = moved || beta[j] - s * grad[j] != beta[j];
-      if (ii > 0 && !moved) {
-        s = 0;
-        break;
-      }
-      func = run({loglike(xbeta - s * xgrad)}, opt, st)[0].item<double>();
-      if (lf - func >= 0.1 * s * steplen) break;
-      s *= backtrack;
-    }
-    for (int64_t j = 0; j < p; ++j) beta[j] -= s * grad[j];
-    xbeta_mem = run({xbeta - s * xgrad}, opt, st)[0];
-    xbeta = leaf(xbeta_mem, rows);
-    if (s == 0) {
-      ++k;
-      break;
-    }
-    if ((lf - func) / std::max(func, lf) < tol) {
-      ++k;
-      break;
-    }
-    step_size = s * 1.25;
-    backtrack = 0.5;
-  }
-  *loss = func;
-  *iterations = k;
-  return beta;
-}
 
 const std::vector<Workload>& all() {
   static const std::vector<Workload> w = {
@@ -182,7 +162,7 @@ const std::vector<Workload>& all() {
       {"logistic-gd",
        "000 (Dask-GLM vs scikit-learn), 002 (Dask-GLM scheduler overhead)",
        "X = normal(0, 1, (N, 100), chunks=(C, 100)); y = X w + noise > 0; dask-glm's "
-       "gradient_descent (20 iterations): result = final loss",
+       "gradient_descent (20 iterations; kiln::glm, columns not normalized): result = final loss",
        1000000,
        100000,
        nullptr,
@@ -203,6 +183,23 @@ const std::vector<Workload>& all() {
        svd_workload,
        nullptr,
        1000},
+      {"glm",
+       "000 (Dask-GLM vs scikit-learn), 002 (Dask-GLM scheduler overhead)",
+       "X = normal(0, 1, (N, K), chunks=(C, K)); y by --family (logistic: X w + noise > 0, normal: "
+       "X w + noise, poisson: counts of mean exp(X w / |w|)); kiln::glm's --solver "
+       "(gradient_descent, "
+       "newton, lbfgs, admm, proximal_grad; default lbfgs) with --penalty (l1, l2, elastic): "
+       "result "
+       "= final loss, then iterations and converged",
+       1000000,
+       100000,
+       nullptr,
+       nullptr,
+       {"loss", "iterations", "converged"},
+       glm_workload,
+       nullptr,
+       100,
+       true},
       {"matmul",
        "000 (linear algebra on chunked arrays)",
        "x = uniform(-1, 1, (N, N), chunks=(C, C)); (x @ x).sum(): a gemm per block and "

@@ -8,10 +8,18 @@
 
 namespace kiln::workloads {
 
-// What an iterative workload did: its computes, their tasks, its peak, its timed part.
+// What an iterative workload did: its computes, their tasks, its peak, its timed part (from
+// kiln::stats(), so a solver that is a library call counts the same).
 struct SolveStats {
   int64_t computes = 0, tasks = 0, peak_bytes = 0;
   double seconds = 0;  // the solver's wall time (the problem's data made before it)
+};
+
+// What a solver workload runs on: its data's rows, row chunk and columns, and (glm) the model;
+// an empty name means the workload's default.
+struct SolveArgs {
+  int64_t n = 0, c = 0, cols = 0;
+  std::string family, solver, penalty;
 };
 
 struct Workload {
@@ -29,25 +37,16 @@ struct Workload {
   // Iterative workloads (a solver: many computes with host logic between them) set `solve`
   // instead of `build`: it makes the problem, runs the solver with these options and returns
   // the results named by output_names.
-  std::function<std::vector<double>(int64_t n, int64_t c, int64_t cols, const ComputeOptions&,
-                                    SolveStats*)>
-      solve;
+  std::function<std::vector<double>(const SolveArgs&, const ComputeOptions&, SolveStats*)> solve;
 
   // Floating-point operations of one run at size N, when the workload is compute-bound (kiln run
   // --json reports gflops); null otherwise.
   std::function<double(int64_t n)> flops;
   int64_t cols = 0;
+  bool model = false;  // takes --family, --solver, --penalty (glm)
 
   std::vector<Array> build(int64_t n, int64_t c) const { return expr(input(n, c)); }
 };
-
-// dask-glm's gradient_descent (Michael Grant's: Armijo backtracking line search, step growth
-// 1.25, X beta recomputed every 10 iterations, stop when the relative decrease is below tol) for
-// logistic regression, on Kiln arrays: X (n, p), y (n,) of 0/1. Returns beta; `loss` is the
-// final negative log-likelihood, `iterations` the iterations run.
-std::vector<double> logistic_gradient_descent(const Array& X, const Array& y, int max_iter,
-                                              double tol, const ComputeOptions& opt, SolveStats* st,
-                                              double* loss, int* iterations);
 
 // Smoke runs (kiln seeds --quick, KILN_BENCH_QUICK=1) divide every workload's default size and
 // chunk by this: the same blocks, a fraction of the work.

@@ -398,6 +398,9 @@ std::vector<NDArray> compute(const std::vector<Array>& arrays, const ComputeOpti
 struct Stats {
   int64_t plans_built = 0;  // pipeline + lowering runs (plan cache misses)
   int64_t plan_cache_hits = 0;
+  int64_t computes = 0;          // compute() calls that ran
+  int64_t tasks = 0;             // their tasks, all together
+  int64_t max_peak_bytes = 0;    // the largest last_peak_bytes since then or reset_peak_stats()
   int64_t kernels_compiled = 0;  // LLVM optimizations + code generations (interp: preparations)
   int64_t kernels_from_disk = 0;
   double compile_seconds = 0;
@@ -410,6 +413,8 @@ struct Stats {
   double last_seconds = 0;  // wall time of the whole compute()
 };
 Stats stats();
+// Starts Stats::max_peak_bytes afresh (to measure one phase, a solver after its data are made).
+void reset_peak_stats();
 // Forgets cached plans (kernels stay compiled).
 void clear_plan_cache();
 // What kernels are compiled for: the LLVM CPU name (the host's, or KILN_TARGET_CPU) and the vector

@@ -5,8 +5,9 @@
 // the kernels as parameters (a small buffer and scalars).
 //
 // Solvers (the algorithms, defaults and stopping rules of dask-glm 0.4.0's dask_glm/algorithms.py,
-// written anew): gradient_descent, newton, proximal_grad; and lbfgs, a documented two-loop L-BFGS
-// where dask-glm calls scipy's fmin_l_bfgs_b. Like dask-glm, every solver first
+// written anew): gradient_descent, newton, proximal_grad, admm; and lbfgs, a documented two-loop
+// L-BFGS where dask-glm calls scipy's fmin_l_bfgs_b (admm's local solves too). Estimators with
+// scikit-learn's API (as dask-ml's) sit on top. Like dask-glm, every solver first
 // normalizes X's columns (mean 0, standard deviation 1; a constant column, the intercept, is
 // left as it is) unless Options::normalize is false, and returns coefficients for the original
 // columns.
@@ -39,16 +40,36 @@ struct Regularizer {
   // unchanged, a bug; this is the operator its derivation gives: soft-threshold by weight t,
   // then divide by 1 + (1 - weight) t.)
   std::vector<double> proximal(const std::vector<double>& beta, double t) const;
+  // The same with a factor per coefficient: the penalty of factor_j * beta_j (glmnet's
+  // penalty.factor; 0 leaves a coefficient unpenalized).
+  double value(const std::vector<double>& beta, const std::vector<double>& factor) const;
+  std::vector<double> proximal(const std::vector<double>& beta, double t,
+                               const std::vector<double>& factor) const;
+  // The L2 share of the penalty (1 for L2, 1 - weight for ElasticNet, else 0) and whether it
+  // has an L1 part (not differentiable).
+  double l2_share() const;
+  bool has_l1() const;
 };
 Regularizer regularizer(const std::string& name);  // "none", "l1", "l2", "elastic_net"
 
 struct Options {
   Family family = Family::Logistic;
-  int max_iter = 0;     // 0: the solver's default (gradient_descent 100, newton 50, proximal 100)
-  double tol = 0;       // 0: the solver's default (1e-14, 1e-8, 1e-8)
-  Regularizer penalty;  // proximal_grad: Penalty::None there means L1, dask-glm's default
-  double lamduh = 0.1;  // penalty strength (proximal_grad, lbfgs)
+  // 0: the solver's default: gradient_descent 100, newton 50, proximal_grad 100, lbfgs 100,
+  // admm 250 iterations; tol 1e-14, 1e-8, 1e-8, 1e-4 and (admm's abstol) 1e-4.
+  int max_iter = 0;
+  double tol = 0;
+  // The penalty lamduh * penalty(beta). proximal_grad and admm: Penalty::None means L1, dask-glm's
+  // default. gradient_descent, newton and lbfgs (which in dask-glm take no penalty, or L2 only)
+  // take a differentiable one: None, L2 or ElasticNet with weight 0; an L1 part is refused.
+  Regularizer penalty;
+  double lamduh = 0.1;
   bool normalize = true;
+  // Which coefficients the penalty applies to. false (dask-glm): those of the normalized columns,
+  // the constant column's (the intercept) included. true (scikit-learn): those of X's own columns,
+  // the constant column's excluded.
+  bool penalize_original = false;
+  // admm: the augmented Lagrangian's rho, the over-relaxation, and reltol (tol is abstol).
+  double rho = 1, over_relax = 1, reltol = 1e-2;
   ComputeOptions compute;
 };
 
@@ -62,15 +83,88 @@ struct Result {
 Result gradient_descent(const Array& X, const Array& y, const Options& options = {});
 Result newton(const Array& X, const Array& y, const Options& options = {});
 Result proximal_grad(const Array& X, const Array& y, const Options& options = {});
-// L-BFGS on loss + lamduh * penalty (None, L2 or ElasticNet's smooth part only when weight = 0;
-// L1 is not differentiable: use proximal_grad): the two-loop recursion with the last 10 pairs
+// L-BFGS on loss + lamduh * penalty (differentiable ones only; for L1 use proximal_grad or
+// admm): the two-loop recursion with the last 10 pairs
 // (scipy's default maxcor, which dask-glm's lbfgs calls through fmin_l_bfgs_b), an Armijo
 // backtracking line search (c1 = 1e-4, halving, 1/|g| as the first step), stopping when the
 // largest gradient component is <= tol (default 1e-4, dask-glm's pgtol) or the relative decrease
 // of the objective is <= 1e7 * eps (scipy's factr); max_iter default 100.
 Result lbfgs(const Array& X, const Array& y, const Options& options = {});
-// By name: "gradient_descent", "newton", "proximal_grad", "lbfgs".
+// ADMM (dask-glm's admm): consensus over X's row chunks. Each iteration solves every chunk's local
+// problem, loss(X_i b) + rho/2 |b - z + u_i|^2, by L-BFGS from ones (the two-loop recursion of
+// lbfgs, scipy's fmin_l_bfgs_b defaults that dask-glm's local_update uses: pgtol 1e-5, at most
+// 200 iterations and 250 evaluations); the chunks' solves run side by side, every evaluation of
+// all of them one compute() with a task per chunk. Then z = prox(mean(b_i + u_i),
+// lamduh / (rho k)), u_i += b_i - z, and it stops when the primal and dual residuals fall below
+// sqrt(p k) abstol + reltol * (their scales). loss: the objective at z after each iteration.
+Result admm(const Array& X, const Array& y, const Options& options = {});
+// By name: "gradient_descent", "newton", "proximal_grad", "lbfgs", "admm".
 Result solve(const std::string& solver, const Array& X, const Array& y,
              const Options& options = {});
+
+// ---- estimators --------------------------------------------------------------------------------
+// scikit-learn's estimator API on these solvers, as dask-ml's dask_ml.linear_model: fit(X, y)
+// appends a column of ones to X when fit_intercept (the intercept, never penalized), fits with
+// lamduh = 1 / C and the penalty on X's own coefficients (Options::penalize_original), so the
+// objective is scikit-learn's: sum(loss) + penalty(coef) / C. Logistic: equal to
+// sklearn.linear_model.LogisticRegression(C=C); Normal (loss sum((y - Xb)^2)): Ridge(alpha =
+// 1 / (2 C)) and Lasso(alpha = 1 / (2 n C)); Poisson (loss sum(exp(Xb) - y Xb)):
+// PoissonRegressor(alpha = 1 / (n C)).
+// A fit that stops at max_iter leaves converged_ false (scikit-learn warns there); bad input,
+// unknown names and a penalty the solver cannot take (an L1 part with gradient_descent, newton or
+// lbfgs) throw kiln::Error.
+class LinearModel {
+ public:
+  bool fit_intercept = true;
+  std::string solver = "admm";  // dask-ml's default
+  std::string penalty = "l2";   // "none", "l1", "l2", "elastic_net"
+  double C = 1.0;
+  double l1_ratio = 0.5;  // elastic_net: the L1 share
+  int max_iter = 100;
+  double tol = 1e-4;     // 0: the solver's own default; admm: its absolute tolerance
+  double reltol = 1e-2;  // admm: its relative tolerance (dask-glm's default)
+  double rho = 1;        // admm: the augmented Lagrangian's weight (dask-glm's default)
+  ComputeOptions compute;
+
+  // Fitted: the coefficients of X's columns, the intercept (0 without fit_intercept), the
+  // solver's iterations, its loss after each, and whether it met its tolerance.
+  std::vector<double> coef_;
+  double intercept_ = 0;
+  int n_iter_ = 0;
+  std::vector<double> loss_;
+  bool converged_ = false;
+
+  LinearModel& fit(const Array& X, const Array& y);
+  Array decision_function(const Array& X) const;  // X coef_ + intercept_ (lazy)
+
+ protected:
+  explicit LinearModel(Family f) : family_(f) {}
+  void check_fitted(const char* what, const Array& X) const;
+  Family family_;
+};
+
+class LogisticRegression : public LinearModel {
+ public:
+  LogisticRegression() : LinearModel(Family::Logistic) {}
+  Array predict_proba(const Array& X) const;           // sigmoid(X coef_ + intercept_), (n,)
+  Array predict(const Array& X) const;                 // predict_proba > 0.5 (bool)
+  double score(const Array& X, const Array& y) const;  // accuracy
+};
+
+class LinearRegression : public LinearModel {
+ public:
+  LinearRegression() : LinearModel(Family::Normal) {}
+  Array predict(const Array& X) const;                 // X coef_ + intercept_
+  double score(const Array& X, const Array& y) const;  // R^2
+};
+
+class PoissonRegression : public LinearModel {
+ public:
+  PoissonRegression() : LinearModel(Family::Poisson) {}
+  Array predict(const Array& X) const;  // exp(X coef_ + intercept_)
+  // D^2, the share of the Poisson deviance explained (scikit-learn's PoissonRegressor.score).
+  double score(const Array& X, const Array& y) const;
+  double deviance(const Array& X, const Array& y) const;  // 2 sum(y log(y / mu) - y + mu)
+};
 
 }  // namespace kiln::glm

@@ -59,6 +59,21 @@ TEST(Execute, IntermediatesAreFreedAndPeakIsBounded) {
   EXPECT_LT(s.last_peak_bytes, 1 << 20);  // the 32 MB array is never held
 }
 
+TEST(Execute, StatsTotalComputesTasksAndTheLargestPeak) {
+  Array x = random::Generator(3).uniform(0, 1, {1000, 1000}, {250, 250});
+  Stats start = stats();
+  NDArray big = (x + 1).compute();  // an 8 MB result
+  Stats one = stats();
+  reset_peak_stats();
+  NDArray small = x.sum().compute();
+  Stats two = stats();
+  EXPECT_EQ(two.computes - start.computes, 2);
+  EXPECT_EQ(two.tasks - start.tasks, one.last_tasks + two.last_tasks);
+  EXPECT_GE(one.max_peak_bytes, 8000000);
+  EXPECT_EQ(two.max_peak_bytes, two.last_peak_bytes);  // reset: the 8 MB result's peak is gone
+  EXPECT_LT(two.max_peak_bytes, 1 << 20);
+}
+
 // Unfused, every op is its own group and its result an intermediate array. Those read block by
 // block (element-wise ops, slices, transposes over square chunks, broadcasts) are stored per
 // block and freed at each block's last reader, and the executor runs block by block across

@@ -128,7 +128,8 @@ TEST(Cli, SeedsQuickRunsEveryWorkloadAtATwentiethOfItsSize) {
   EXPECT_EQ(rows["logistic-gd yes"], (V{"50000", "5000"})) << out;
   EXPECT_EQ(rows["matmul yes"], (V{"200", "50"})) << out;
   EXPECT_EQ(rows["svd yes"], (V{"500", "250"})) << out;
-  EXPECT_EQ(rows.size(), 12u) << out;
+  EXPECT_EQ(rows["glm yes"], (V{"50000", "5000"})) << out;
+  EXPECT_EQ(rows.size(), 14u) << out;
   EXPECT_NE(out.find("fused-graph summary of each workload:"), std::string::npos);
 }
 
@@ -155,6 +156,40 @@ TEST(Cli, ColsIsForMatrixWorkloads) {
   EXPECT_EQ(j["cols"].get<int64_t>(), 20);
   EXPECT_LT(j["error"].get<double>(), 1e-13) << j;
   EXPECT_GT(j["result"].get<double>(), j["s4"].get<double>()) << j;
+}
+
+TEST(Cli, GlmWorkloadFitsEachFamilyWithTheChosenSolver) {
+  // Every family converges; the smooth solvers reach the same loss (the same optimum).
+  for (const char* family : {"logistic", "normal", "poisson"}) {
+    std::string common =
+        std::string("run glm --rows 20000 --chunk 4000 --cols 8 --json --family ") + family;
+    nlohmann::json nt = nlohmann::json::parse(run(common + " --solver newton"));
+    nlohmann::json lb = nlohmann::json::parse(run(common));  // lbfgs, the default
+    EXPECT_EQ(nt["family"], family);
+    EXPECT_EQ(nt["solver"], "newton");
+    EXPECT_EQ(lb["solver"], "lbfgs");
+    EXPECT_EQ(nt["converged"].get<double>(), 1.0) << nt;
+    EXPECT_EQ(lb["converged"].get<double>(), 1.0) << lb;
+    EXPECT_NEAR(lb["result"].get<double>(), nt["result"].get<double>(),
+                1e-6 * std::abs(nt["result"].get<double>()))
+        << family;
+    EXPECT_GT(nt["computes"].get<int64_t>(), nt["iterations"].get<int64_t>()) << nt;
+    EXPECT_GT(nt["tasks"].get<int64_t>(), nt["computes"].get<int64_t>()) << nt;
+  }
+  nlohmann::json l1 = nlohmann::json::parse(
+      run("run glm --rows 20000 --chunk 4000 --cols 8 --json --solver proximal_grad --penalty l1"));
+  EXPECT_EQ(l1["penalty"], "l1");
+  EXPECT_GT(l1["iterations"].get<double>(), 1.0) << l1;
+  int rc = 0;
+  std::string out = run("run glm --solver sgd", &rc);
+  EXPECT_EQ(rc, 2) << out;
+  EXPECT_NE(out.find("sgd"), std::string::npos) << out;
+  out = run("run glm --rows 1000 --chunk 500 --cols 4 --solver newton --penalty l1", &rc);
+  EXPECT_EQ(rc, 2) << out;
+  EXPECT_NE(out.find("not differentiable"), std::string::npos) << out;
+  out = run("run diamond --size 100 --family poisson", &rc);
+  EXPECT_EQ(rc, 2) << out;
+  EXPECT_NE(out.find("are for the glm workload"), std::string::npos) << out;
 }
 
 TEST(Cli, UnfusedGivesTheSameResult) {

@@ -143,20 +143,27 @@ def glm_newton(X0, y, family, max_iter=50, tol=1e-8):
     return np.concatenate([original(beta, mean, std, idx), [k]])
 
 
+def penalty_value(penalty, beta, weight=0.5):
+    l1, l2 = np.abs(beta).sum(), (beta ** 2).sum() / 2
+    return {"l1": l1, "l2": l2, "elastic_net": weight * l1 + (1 - weight) * l2}[penalty]
+
+
 def glm_proximal_grad(X0, y, family, penalty="l1", lamduh=0.1, max_iter=100, tol=1e-8):
+    """dask-glm's proximal_grad, with func the objective (loss + lamduh * penalty) where
+    dask-glm 0.4.0 has the loss alone."""
     X, mean, std, idx = normalized(X0)
     beta = np.zeros(X.shape[1])
     step, backtrack, func, k = 1.0, 0.1, 0.0, 0
     while k < max_iter:
         if k % 10 == 0:
             xb = X @ beta
-            func = family_loss(family, xb, y)
+            func = family_loss(family, xb, y) + lamduh * penalty_value(penalty, beta)
         grad = family_gradient(family, xb, X, y)
         obeta, lf = beta, func
         for ii in range(100):
             beta = prox(penalty, obeta - step * grad, step * lamduh)
             xb = X @ beta
-            func = family_loss(family, xb, y)
+            func = family_loss(family, xb, y) + lamduh * penalty_value(penalty, beta)
             df = lf - func
             if df > 0:
                 break
@@ -170,22 +177,15 @@ def glm_proximal_grad(X0, y, family, penalty="l1", lamduh=0.1, max_iter=100, tol
     return np.concatenate([original(beta, mean, std, idx), [k]])
 
 
-def glm_lbfgs(X0, y, family, penalty="none", lamduh=0.1, max_iter=100, tol=1e-4):
-    """kiln::glm::lbfgs: two-loop L-BFGS (10 pairs), Armijo backtracking, scipy-like stops."""
-    X, mean, std, idx = normalized(X0)
-    p = X.shape[1]
-    lam = 0.0 if penalty == "none" else lamduh
-
-    def evaluate(b):
-        xb = X @ b
-        g = family_gradient(family, xb, X, y) + lam * b
-        return family_loss(family, xb, y) + lam * (b ** 2).sum() / 2, g
-
-    beta = np.zeros(p)
+def two_loop_lbfgs(evaluate, x0, pgtol, max_iter, max_eval=0):
+    """kiln::glm's L-BFGS: two-loop recursion (10 pairs), Armijo backtracking, scipy-like stops.
+    Returns (x, iterations)."""
+    beta = x0.copy()
     f, grad = evaluate(beta)
+    evals = 1
     S, Y, R = [], [], []
     k = 0
-    converged = np.abs(grad).max() <= tol
+    converged = np.abs(grad).max() <= pgtol
     while k < max_iter and not converged:
         q = grad.copy()
         alpha = [0.0] * len(S)
@@ -207,6 +207,7 @@ def glm_lbfgs(X0, y, family, penalty="none", lamduh=0.1, max_iter=100, tol=1e-4)
         for _ in range(60):
             trial = beta + step * d
             f_new, g_new = evaluate(trial)
+            evals += 1
             if f_new <= f + 1e-4 * step * slope:
                 accepted = True
                 break
@@ -226,6 +227,84 @@ def glm_lbfgs(X0, y, family, penalty="none", lamduh=0.1, max_iter=100, tol=1e-4)
                 R.pop(0)
         f_old = f
         beta, grad, f = trial, g_new, f_new
-        converged = (np.abs(grad).max() <= tol
+        converged = (np.abs(grad).max() <= pgtol
                      or f_old - f <= 1e7 * np.finfo(float).eps * max(abs(f_old), abs(f), 1.0))
+        if max_eval and evals >= max_eval:
+            break
+    return beta, k
+
+
+def glm_lbfgs(X0, y, family, penalty="none", lamduh=0.1, max_iter=100, tol=1e-4):
+    """kiln::glm::lbfgs on the loss plus an L2 penalty."""
+    X, mean, std, idx = normalized(X0)
+    lam = 0.0 if penalty == "none" else lamduh
+
+    def evaluate(b):
+        xb = X @ b
+        g = family_gradient(family, xb, X, y) + lam * b
+        return family_loss(family, xb, y) + lam * (b ** 2).sum() / 2, g
+
+    beta, k = two_loop_lbfgs(evaluate, np.zeros(X.shape[1]), tol, max_iter)
     return np.concatenate([original(beta, mean, std, idx), [k]])
+
+
+def glm_admm(X0, y, family, chunk, penalty="l1", lamduh=0.1, rho=1.0, over_relax=1.0,
+             max_iter=250, abstol=1e-4, reltol=1e-2):
+    """dask-glm's admm over row chunks of `chunk` rows, each local problem solved by
+    two_loop_lbfgs from ones (pgtol 1e-5, 200 iterations, 250 evaluations)."""
+    X, mean, std, idx = normalized(X0)
+    n, p = X.shape
+    starts = list(range(0, n, chunk))
+    parts = [(X[a:a + chunk], y[a:a + chunk]) for a in starts]
+    k = len(parts)
+    z = np.zeros(p)
+    u = np.zeros((k, p))
+    it = 0
+    for _ in range(max_iter):
+        betas = []
+        for (Xi, yi), ui in zip(parts, u):
+            def evaluate(b, Xi=Xi, yi=yi, ui=ui):
+                xb = Xi @ b
+                d = b - z + ui
+                return (family_loss(family, xb, yi) + rho / 2 * (d @ d),
+                        family_gradient(family, xb, Xi, yi) + rho * d)
+            betas.append(two_loop_lbfgs(evaluate, np.ones(p), 1e-5, 200, 250)[0])
+        betas = np.array(betas)
+        hat = over_relax * betas + (1 - over_relax) * z
+        zold = z.copy()
+        z = prox(penalty, np.mean(hat + u, axis=0), lamduh / (rho * k))
+        u += hat - z
+        it += 1
+        primal = np.linalg.norm(betas - z)
+        dual = np.linalg.norm(rho * (z - zold))
+        eps_pri = np.sqrt(p * k) * abstol + reltol * max(np.linalg.norm(betas),
+                                                         np.sqrt(k) * np.linalg.norm(z))
+        eps_dual = np.sqrt(p * k) * abstol + reltol * np.linalg.norm(rho * u)
+        if primal < eps_pri and dual < eps_dual:
+            break
+    return np.concatenate([original(z, mean, std, idx), [it]])
+
+
+def sklearn_fit(X, y, family, penalty, C, l1_ratio=0.5):
+    """scikit-learn's fit of the objective kiln::glm's estimators minimize, sum(loss) +
+    penalty(coef) / C with the intercept unpenalized, solved tightly. Returns
+    np.concatenate([coef, [intercept]])."""
+    import sklearn.linear_model as lm
+    n = X.shape[0]
+    ratio = {"none": 0.0, "l2": 0.0, "l1": 1.0, "elastic_net": l1_ratio}[penalty]
+    if family == "logistic":
+        m = lm.LogisticRegression(C=np.inf if penalty == "none" else C, l1_ratio=ratio,
+                                  solver="lbfgs" if ratio == 0 else "saga", tol=1e-12,
+                                  max_iter=100000)
+    elif family == "normal":
+        if penalty == "none":
+            m = lm.LinearRegression()
+        elif penalty == "l2":
+            m = lm.Ridge(alpha=1 / (2 * C), tol=1e-12)
+        else:
+            m = lm.ElasticNet(alpha=1 / (2 * n * C), l1_ratio=ratio, tol=1e-14, max_iter=100000)
+    else:
+        m = lm.PoissonRegressor(alpha=0.0 if penalty == "none" else 1 / (n * C),
+                                solver="newton-cholesky", tol=1e-12, max_iter=1000)
+    m.fit(X, y)
+    return np.concatenate([np.ravel(m.coef_), np.ravel(m.intercept_)])

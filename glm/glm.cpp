@@ -86,21 +86,23 @@ Array gradient(Family f, const Array& xb, const Array& X, const Array& y) {
 }
 
 Array hessian(Family f, const Array& xb, const Array& X) {
+  // X^T diag(w) X as B^T B with B = sqrt(w) X: one operand computed per block and streamed into
+  // the GEMMs, where X^T (w X) computes two (X^T too, when X is an expression).
   const int64_t n = X.shape()[0];
-  Array w;
+  Array b;
   switch (f) {
     case Family::Logistic: {
       Array p = sigmoid(xb);
-      w = p * (1.0 - p);
+      b = sqrt(p * (1.0 - p)).reshape({n, 1}) * X;
       break;
     }
     case Family::Normal:
       return 2.0 * matmul(X.T(), X);
     case Family::Poisson:
-      w = exp(xb);
+      b = exp(0.5 * xb).reshape({n, 1}) * X;
       break;
   }
-  return matmul(X.T(), w.reshape({n, 1}) * X);
+  return matmul(b.T(), b);
 }
 
 double Regularizer::value(const std::vector<double>& beta) const { return value(beta, {}); }

@@ -1,6 +1,8 @@
 #include "passes/push_slices.hpp"
 
 #include <map>
+#include <set>
+#include <vector>
 
 #include "ir/view.hpp"
 
@@ -56,12 +58,35 @@ class Pusher {
   std::map<std::pair<const Node*, const Node*>, NodeRef> memo_;
 };
 
+// Transposes that are operands of a matrix product stay where they are: the GEMM reads a
+// transposed operand in place, while pushing the transpose into an expression would compute the
+// expression twice when the product reads it both ways (X^T X of a computed X: two operands
+// materialized instead of one).
+std::set<const Node*> transposed_gemm_operands(const Graph& g) {
+  std::set<const Node*> keep, seen;
+  std::vector<const Node*> stack;
+  for (const auto& o : g.outputs) stack.push_back(o.get());
+  while (!stack.empty()) {
+    const Node* n = stack.back();
+    stack.pop_back();
+    if (!seen.insert(n).second) continue;
+    for (const auto& in : n->inputs) {
+      if (n->op == Op::MatMul && in->op == Op::Transpose &&
+          op_category(in->in(0)->op) != OpCategory::Leaf)
+        keep.insert(in.get());
+      stack.push_back(in.get());
+    }
+  }
+  return keep;
+}
+
 }  // namespace
 
 Graph push_slices(const Graph& g) {
   Pusher pusher;
+  const std::set<const Node*> keep = transposed_gemm_operands(g);
   return rewrite(g, [&](const NodeRef& n, std::vector<NodeRef> ins) -> NodeRef {
-    if (is_view(n->op)) return pusher.apply(*n, ins[0]);
+    if (is_view(n->op) && !keep.count(n.get())) return pusher.apply(*n, ins[0]);
     return ins == n->inputs ? n : with_inputs(*n, std::move(ins));
   });
 }

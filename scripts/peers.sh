@@ -12,7 +12,8 @@
 # written to build/peers/peers-DATE-TIME.jsonl (peers-resident-DATE-TIME.jsonl with --resident:
 # the resident variant, x made before the timed region, its own table). `peers.sh
 # --overhead-table [options]` runs bench/peers/overhead_table.py (the scheduling-overhead study)
-# instead.
+# instead, `peers.sh --glm [options]` bench/peers/glm_peers.py (kiln::glm's solvers against
+# dask-glm and scikit-learn).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh peers
@@ -44,6 +45,10 @@ if [ "${1:-}" = "--overhead-table" ]; then  # the scheduling-overhead study inst
   exec "$python" bench/peers/overhead_table.py build/release/kiln "$@"
 fi
 cmake --build --preset release --target kiln_cli
+if [ "${1:-}" = "--glm" ]; then  # the GLM solvers against dask-glm and scikit-learn instead
+  shift
+  exec "$python" bench/peers/glm_peers.py build/release/kiln "$@"
+fi
 # The JSON lines also go to a file under build/peers/ unless --jsonl is given.
 jsonl=()
 case " $* " in

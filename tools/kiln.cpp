@@ -28,7 +28,10 @@ struct RunOptions {
   int64_t size = 0, chunk = 0;          // 0: the workload's default
   int64_t cols = 0;                     // matrix workloads' columns; 0: the default
   std::string family, solver, penalty;  // glm's model; "": its defaults
-  int threads = 0, repeat = 1;          // threads 0: all cores
+  std::string input;                    // glm: X.npy and y.npy from this directory
+  int max_iter = 0;                     // glm: 0: the solver's default
+  double tol = 0;
+  int threads = 0, repeat = 1;  // threads 0: all cores
   bool no_fuse = false, no_push_slices = false, emit_ir = false, json = false;
   bool resident = false;  // x computed before the timed computes, which read it from memory
   std::string dot, trace;
@@ -112,8 +115,16 @@ void run_solver_once(const kiln::workloads::Workload& w, const RunOptions& o, bo
   if (first) co.ir = ir;
   kiln::Stats before = kiln::stats();
   kiln::workloads::SolveStats st;
-  kiln::workloads::SolveArgs args{size_of(w, o), chunk_of(w, o), cols_of(w, o),
-                                  o.family,      o.solver,       o.penalty};
+  kiln::workloads::SolveArgs args;
+  args.n = size_of(w, o);
+  args.c = chunk_of(w, o);
+  args.cols = cols_of(w, o);
+  args.family = o.family;
+  args.solver = o.solver;
+  args.penalty = o.penalty;
+  args.input = o.input;
+  args.max_iter = o.max_iter;
+  args.tol = o.tol;
   out->results = w.solve(args, co, &st);
   kiln::Stats after = kiln::stats();
   times->push_back(st.seconds);
@@ -153,9 +164,12 @@ Outcome run_workload(const kiln::workloads::Workload& w, const RunOptions& o, st
   if (o.cols > 0 && w.cols == 0)
     throw kiln::Error("kiln run: --cols is for the matrix workloads (svd, logistic-gd, glm); '" +
                       w.name + "' is N x N");
-  if (!w.model && !(o.family.empty() && o.solver.empty() && o.penalty.empty()))
-    throw kiln::Error("kiln run: --family, --solver and --penalty are for the glm workload, not '" +
-                      w.name + "'");
+  if (!w.model && !(o.family.empty() && o.solver.empty() && o.penalty.empty() && o.input.empty() &&
+                    o.max_iter == 0 && o.tol == 0))
+    throw kiln::Error(
+        "kiln run: --family, --solver, --penalty, --input, --max-iter and --tol are for the glm "
+        "workload, not '" +
+        w.name + "'");
   if (w.solve && o.resident)
     throw kiln::Error("kiln run: --resident is for workloads that generate x; '" + w.name +
                       "' makes its data before its timed solver already");
@@ -185,6 +199,7 @@ nlohmann::json to_json(const kiln::workloads::Workload& w, const RunOptions& o, 
     j["family"] = o.family.empty() ? "logistic" : o.family;
     j["solver"] = o.solver.empty() ? "lbfgs" : o.solver;
     j["penalty"] = o.penalty.empty() ? "default" : o.penalty;
+    if (!o.input.empty()) j["input"] = o.input;
   }
   j["threads"] = o.threads;
   j["fused"] = !o.no_fuse;
@@ -314,6 +329,12 @@ int kiln_main(int argc, char** argv) {
                   "glm: l1, l2 or elastic (lamduh 0.1; default none, l1 for admm and "
                   "proximal_grad)")
       ->check(CLI::IsMember({"l1", "l2", "elastic"}));
+  run->add_option("--input", opt.input,
+                  "glm: fit X.npy (N x K) and y.npy from this directory instead of seed 000's data")
+      ->check(CLI::ExistingDirectory);
+  run->add_option("--max-iter", opt.max_iter, "glm: the solver's iteration limit")
+      ->check(int_in(1, kMaxRepeat));
+  run->add_option("--tol", opt.tol, "glm: the solver's tolerance")->check(CLI::PositiveNumber);
   run->add_option("--chunk", opt.chunk, "C (blocks are C x C)")->check(int_in(1, kMaxExtent));
   run->add_option("--threads", opt.threads, "worker threads (default: all cores)")
       ->check(int_in(1, kMaxThreads));

@@ -75,19 +75,31 @@ std::vector<double> logistic_gd(const SolveArgs& a, const ComputeOptions& opt, S
   return {r.loss.back(), static_cast<double>(r.n_iter)};
 }
 
-// `kiln run glm`: a family, solver and penalty of kiln::glm on seed 000's data (dask-glm's
-// defaults otherwise: normalized columns, lamduh 0.1).
+// `kiln run glm`: a family, solver and penalty of kiln::glm on seed 000's data or on --input's
+// X.npy and y.npy (read into memory before the timed solver), dask-glm's defaults otherwise
+// (normalized columns, lamduh 0.1).
 std::vector<double> glm_workload(const SolveArgs& a, const ComputeOptions& opt, SolveStats* st) {
   glm::Options o;
   o.family = glm::family(a.family.empty() ? "logistic" : a.family);
   if (!a.penalty.empty())
     o.penalty = glm::regularizer(a.penalty == "elastic" ? "elastic_net" : a.penalty);
+  o.max_iter = a.max_iter;
+  o.tol = a.tol;
   o.compute = opt;
   const std::string solver = a.solver.empty() ? "lbfgs" : a.solver;
-  std::vector<NDArray> data = glm_data(o.family, a.n, a.c, a.cols, opt);
-  glm::Result r = measured(st, [&] {
-    return glm::solve(solver, leaf(data[0], {a.c, a.cols}), leaf(data[1], {a.c}), o);
-  });
+  Array X, y;
+  std::vector<NDArray> data;
+  if (!a.input.empty()) {
+    X = load_npy(a.input + "/X.npy");
+    if (X.ndim() != 2) throw Error("kiln run glm: " + a.input + "/X.npy is not a matrix");
+    X = load_npy(a.input + "/X.npy", {a.c, X.shape()[1]}).persist();
+    y = load_npy(a.input + "/y.npy", {a.c}).persist();
+  } else {
+    data = glm_data(o.family, a.n, a.c, a.cols, opt);
+    X = leaf(data[0], {a.c, a.cols});
+    y = leaf(data[1], {a.c});
+  }
+  glm::Result r = measured(st, [&] { return glm::solve(solver, X, y, o); });
   return {r.loss.empty() ? 0.0 : r.loss.back(), static_cast<double>(r.n_iter),
           r.converged ? 1.0 : 0.0};
 }

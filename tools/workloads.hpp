@@ -20,6 +20,9 @@ struct SolveStats {
 struct SolveArgs {
   int64_t n = 0, c = 0, cols = 0;
   std::string family, solver, penalty;
+  std::string input;  // glm: a directory with X.npy and y.npy to fit instead (n, cols from them)
+  int max_iter = 0;   // glm: 0: the solver's default
+  double tol = 0;     // glm: 0: the solver's default
 };
 
 struct Workload {

@@ -1,5 +1,6 @@
 // The kiln command: --json fields and results, list, errors.
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -187,6 +188,26 @@ TEST(Cli, GlmWorkloadFitsEachFamilyWithTheChosenSolver) {
   out = run("run glm --rows 1000 --chunk 500 --cols 4 --solver newton --penalty l1", &rc);
   EXPECT_EQ(rc, 2) << out;
   EXPECT_NE(out.find("not differentiable"), std::string::npos) << out;
+  // --input: a problem from .npy files, fitted to scikit-learn's optimum (the same loss).
+  kiln::NDArray x = kt::random_array(kiln::DType::Float64, {3000, 4}, 91, -1, 1);
+  auto made =
+      kt::numpy({{"x", x}}, {"(lambda r: (x @ [1.0, -2.0, 0.5, 0.0] + "
+                             "r.standard_normal(3000) > 0) * 1.0)(np.random.default_rng(5))",
+                             "0"});
+  std::string dir = kt::tmpdir() + "/glm_input";
+  std::filesystem::create_directories(dir);
+  x.save_npy(dir + "/X.npy");
+  made[0].save_npy(dir + "/y.npy");
+  nlohmann::json fit = nlohmann::json::parse(
+      run("run glm --input " + dir + " --chunk 700 --solver newton --tol 1e-10 --json"));
+  auto sk = kt::numpy(
+      {{"x", x}, {"y", made[0]}},
+      {"(lambda b: (lambda xb: np.sum(np.logaddexp(0, xb)) - y @ xb)(x @ b))(__import__("
+       "'sklearn.linear_model').linear_model.LogisticRegression(C=np.inf, fit_intercept=False, "
+       "tol=1e-12, max_iter=10000).fit(x, y).coef_.ravel())"});
+  EXPECT_NEAR(fit["result"].get<double>(), sk[0].item<double>(), 1e-9 * sk[0].item<double>())
+      << fit;
+  EXPECT_EQ(fit["input"], dir);
   out = run("run diamond --size 100 --family poisson", &rc);
   EXPECT_EQ(rc, 2) << out;
   EXPECT_NE(out.find("are for the glm workload"), std::string::npos) << out;

@@ -16,6 +16,8 @@
 // |                   |              | variant on an AVX-512 host) instead of the host's CPU     |
 // | KILN_FAIL_ALLOC_ABOVE=B | fail_alloc_above | tests: block allocations over B bytes fail |
 // |                   |              | as if malloc returned null (0: off)                       |
+// | KILN_NO_BLOCK_POOL=1 | no_block_pool | free every block at once instead of keeping freed |
+// |                   |              | large blocks for reuse (runtime/memory.cpp)               |
 // | KILN_DEVICE=D     | device       | where compute() runs when ComputeOptions::device is       |
 // |                   |              | Default: cpu (LLVM kernels) or interp (the reference      |
 // |                   |              | interpreter, for tests; slow)                             |
@@ -36,6 +38,7 @@ struct Flags {
   bool precise_math = false;
   std::string target_cpu;        // read when the JIT starts, the first compile of the process
   int64_t fail_alloc_above = 0;  // bytes
+  bool no_block_pool = false;
   std::string cache_dir;
   std::string device;  // "" (cpu), "cpu" or "interp"; checked when used (support/device.hpp)
 };

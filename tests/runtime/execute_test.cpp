@@ -4,6 +4,7 @@
 #include <thread>
 
 #include "oracle.hpp"
+#include "runtime/memory.hpp"
 #include "support/flags.hpp"
 
 using namespace kiln;
@@ -57,6 +58,27 @@ TEST(Execute, IntermediatesAreFreedAndPeakIsBounded) {
   EXPECT_NEAR(r.item<double>(), 0.0, 1e-6);
   Stats s = stats();
   EXPECT_LT(s.last_peak_bytes, 1 << 20);  // the 32 MB array is never held
+}
+
+TEST(Memory, FreedLargeBlocksAreReusedAndCounted) {
+  const size_t big = 4 << 20;
+  const int64_t before = bytes_in_use();
+  void* a = host_alloc(big);
+  EXPECT_EQ(bytes_in_use() - before, static_cast<int64_t>(big));
+  host_free(a, big);
+  EXPECT_EQ(bytes_in_use(), before);
+  void* b = host_alloc(big);
+#ifndef KILN_SANITIZED
+  if (!flags().no_block_pool) EXPECT_EQ(a, b);  // the pool's block, already mapped
+#endif
+  std::memset(b, 1, big);
+  host_free(b, big);
+  const bool saved = flags().no_block_pool;
+  flags().no_block_pool = true;  // then every block goes back to the system
+  void* c = host_alloc(big);
+  host_free(c, big);
+  flags().no_block_pool = saved;
+  EXPECT_EQ(bytes_in_use(), before);
 }
 
 TEST(Execute, StatsTotalComputesTasksAndTheLargestPeak) {

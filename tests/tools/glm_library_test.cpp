@@ -177,17 +177,22 @@ TEST(Glm, LaterFitsCompileAndPlanNothing) {
   EXPECT_EQ(after.kernels_compiled, before.kernels_compiled);
   EXPECT_EQ(after.plans_built, before.plans_built);
   EXPECT_GT(after.plan_cache_hits - before.plan_cache_hits, 3 * again.n_iter);
-  // ADMM: every round of the chunks' local solves is one plan, the same in every iteration.
-  o.max_iter = 2;
-  glm::admm(X, y, o);
-  before = stats();
-  o.max_iter = 6;
-  glm::Result longer = glm::admm(X, y, o);
-  after = stats();
-  EXPECT_EQ(longer.n_iter, 6);
-  EXPECT_EQ(after.kernels_compiled, before.kernels_compiled);
-  EXPECT_EQ(after.plans_built, before.plans_built);
-  EXPECT_GT(after.plan_cache_hits - before.plan_cache_hits, 6 * 5);
+  // Every solver: a short fit plans and compiles what it needs, a longer one nothing more (ADMM:
+  // every round of the chunks' local solves is one plan, the same in every iteration).
+  for (const char* solver : {"newton", "lbfgs", "proximal_grad", "admm"}) {
+    glm::Options s;
+    s.max_iter = 2;
+    s.tol = 1e-30;  // runs every iteration
+    glm::solve(solver, X, y, s);
+    before = stats();
+    s.max_iter = 5;
+    glm::Result longer = glm::solve(solver, X, y, s);
+    after = stats();
+    EXPECT_GE(longer.n_iter, 3) << solver;
+    EXPECT_EQ(after.kernels_compiled, before.kernels_compiled) << solver;
+    EXPECT_EQ(after.plans_built, before.plans_built) << solver;
+    EXPECT_GT(after.plan_cache_hits - before.plan_cache_hits, longer.n_iter) << solver;
+  }
 }
 
 TEST(Glm, Seed000LinearRegressionRecoversItsCoefficients) {

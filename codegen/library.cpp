@@ -83,6 +83,18 @@ void gemm_typed(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a, i
       cblas_sgemv(rm, op(!tb), rows, cols, 1.0f, b, LDB, a, inca, beta, c, 1);
     return;
   }
+  if (ta && !tb && a == b && lda == ldb && m == n) {
+    // S^T S of one operand (a Gram matrix, X^T X): syrk computes the upper triangle, half the
+    // multiplications; the lower one is its mirror (the whole of c, accumulated or not, is then
+    // the sum).
+    if constexpr (std::is_same_v<T, double>)
+      cblas_dsyrk(rm, CblasUpper, CblasTrans, N, K, 1.0, a, LDA, beta, c, LDC);
+    else
+      cblas_ssyrk(rm, CblasUpper, CblasTrans, N, K, 1.0f, a, LDA, beta, c, LDC);
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < i; ++j) c[i * ldc + j] = c[j * ldc + i];
+    return;
+  }
   if constexpr (std::is_same_v<T, double>)
     cblas_dgemm(rm, op(ta), op(tb), M, N, K, 1.0, a, LDA, b, LDB, beta, c, LDC);
   else

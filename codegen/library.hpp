@@ -18,7 +18,8 @@ namespace kiln::library {
 // C (m x n, row-major, leading dimension ldc) = op(A) * op(B), or C += op(A) * op(B) when
 // `accumulate`, where op(A) is m x k and op(B) k x n; A is stored row-major with leading
 // dimension lda as m x k, or as k x m when trans_a (and likewise B). float32 or float64. A
-// product with k == 0 is zeros. Vectors go to gemv (n == 1 or m == 1), everything else to gemm.
+// product with k == 0 is zeros. Vectors go to gemv (n == 1 or m == 1), A^T A (trans_a, the same
+// memory and leading dimension for both, m == n) to syrk and its mirror, everything else to gemm.
 // Throws kiln::Error when a dimension or leading dimension does not fit BLAS's 32-bit integers.
 void gemm(DType t, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const void* a,
           int64_t lda, const void* b, int64_t ldb, void* c, int64_t ldc, bool accumulate = false);

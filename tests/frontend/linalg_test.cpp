@@ -195,6 +195,26 @@ TEST(Linalg, FusedEpilogueEqualsUnfusedAndNumPy) {
   }
 }
 
+TEST(Linalg, GramMatricesAreSymmetricAndEqualNumPys) {
+  // X^T X of a buffer and of a computed array, with the contraction split over row blocks
+  // (partials, or chained on one thread): syrk's upper triangle and its mirror.
+  NDArray x = kt::random_array(DType::Float64, {900, 37}, 541);
+  auto want = kt::numpy({{"x", x}}, {"x.T @ x", "np.exp(x / 4).T @ np.exp(x / 4)"});
+  for (int threads : {1, 2})
+    for (int64_t rows : {900, 200}) {
+      Array X = lazy(x, {rows, 37}), E = exp(X / 4.0);
+      ComputeOptions opt;
+      opt.threads = threads;
+      std::vector<NDArray> got = compute({matmul(X.T(), X), matmul(E.T(), E)}, opt);
+      for (int q = 0; q < 2; ++q) {
+        EXPECT_TRUE(same(got[q], want[q], 1e-12, 1e-12)) << q << " " << rows << " " << threads;
+        for (int64_t i = 0; i < 37; ++i)
+          for (int64_t j = 0; j < i; ++j)
+            ASSERT_EQ(got[q].at(i * 37 + j), got[q].at(j * 37 + i)) << q << " " << i << " " << j;
+      }
+    }
+}
+
 TEST(Linalg, ComputedOperandsStreamIntoTheCallsBlockByBlock) {
   // exp(X / 100) is computed per block of X, each block read by the GEMM calls of its rows (and,
   // transposed, by the contraction split it covers) and freed after them: never one 6.4 MB array.

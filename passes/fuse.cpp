@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <set>
 #include <sstream>
 #include <unordered_set>
 
@@ -215,10 +216,54 @@ bool writes_concat(const Group& g) {
   return false;
 }
 
-// Merges independent groups over the same domain and chunks into multi-output kernels (each
-// group into the first earlier one it can join). Cubic in the number of groups.
+// What a group's kernel reads in bulk: leaves and materialized arrays with at least half as many
+// distinct elements as its domain (not scalars, not a broadcast vector), each a node (interned:
+// the same view of the same data is the same node).
+std::set<const Node*> reads_of(const FusedGraph& f, const Group& g) {
+  std::set<const Node*> reads, seen;
+  int64_t domain = 1;
+  for (int64_t d : g.domain) domain *= d;
+  auto record = [&](const Node* n) {
+    bool leaf = op_category(n->op) == OpCategory::Leaf;
+    if (n->op == Op::Scalar || (!leaf && !f.producer.count(n))) return;
+    int64_t distinct = 1;
+    for (size_t d = 0; d < n->shape.size(); ++d)
+      if (!leaf || n->attrs.strides.empty() || n->attrs.strides[d] != 0) distinct *= n->shape[d];
+    if (2 * distinct >= domain) reads.insert(n);
+  };
+  std::function<void(const Node*)> visit = [&](const Node* n) {
+    if (!seen.insert(n).second) return;
+    for (const auto& in : n->inputs) {
+      if (f.producer.count(in.get()) || op_category(in->op) == OpCategory::Leaf)
+        record(in.get());
+      else
+        visit(in.get());
+    }
+  };
+  for (const auto& o : g.outputs) {
+    if (op_category(o.value->op) == OpCategory::Leaf)
+      record(o.value.get());
+    else
+      visit(o.value.get());
+  }
+  return reads;
+}
+
+bool intersect(const std::set<const Node*>& a, const std::set<const Node*>& b) {
+  for (const Node* n : a)
+    if (b.count(n)) return true;
+  return false;
+}
+
+// Merges independent groups over the same domain and chunks that read something in common into
+// multi-output kernels (each group into the first earlier one it can join): one pass over the
+// shared data. Groups that share nothing stay apart, as merging them saves no reads and only
+// serializes their blocks (ten one-block slices of X, one per ADMM chunk, would run as one
+// task). Cubic in the number of groups.
 void merge_siblings(FusedGraph* f) {
   size_t n = f->groups.size();
+  std::vector<std::set<const Node*>> reads(n);
+  for (size_t a = 0; a < n; ++a) reads[a] = reads_of(*f, f->groups[a]);
   std::vector<std::vector<bool>> reach(n, std::vector<bool>(n, false));  // reach[a][b]: a needs b
   for (size_t a = 0; a < n; ++a)
     for (int d : f->groups[a].deps) {
@@ -237,10 +282,12 @@ void merge_siblings(FusedGraph* f) {
       // Pieces of one concatenation read different arrays: merged, they would only lose the
       // parallelism of their blocks (ten one-block pieces would run as one task).
       if (writes_concat(ga) && writes_concat(gb)) continue;
+      if (!intersect(reads[a], reads[b])) continue;
       // Independent both ways. reach[.][a] and reach[a][.] stand for everything merged into a
       // (kept up to date below), so merging can never close a cycle between kernels.
       if (reach[b][a] || reach[a][b]) continue;
       merged_into[b] = static_cast<int>(a);
+      reads[a].insert(reads[b].begin(), reads[b].end());
       // a now also needs what b needs, and whatever needed b needs a (and all a needs).
       for (size_t y = 0; y < n; ++y)
         if (reach[b][y]) reach[a][y] = true;

@@ -71,6 +71,26 @@ TEST(Fusion, SeveralOutputsOverTheSameDataShareOneKernel) {
   EXPECT_EQ(s.last_kernels, 1);
 }
 
+TEST(Fusion, IndependentWorkOnDifferentDataStaysInSeparateKernels) {
+  // Row slices of one buffer (one block each, like ADMM's chunks) share no data: merged into one
+  // kernel they would run as one task. Sums over the same slice share it: one kernel. A broadcast
+  // vector both read (a column mean) does not count as shared data.
+  NDArray data = kt::random_array(DType::Float64, {400, 8}, 61);
+  Array x = kt::lazy(data, {100, 8}), m = x.mean({0});
+  std::vector<Array> parts;
+  for (int64_t r = 0; r < 400; r += 100)
+    parts.push_back(((x.slice({Slice(r, r + 100), Slice::all()}) - m) * 2.0).sum());
+  std::vector<NDArray> got;
+  Stats s = run(parts, true, &got);
+  EXPECT_EQ(s.last_kernels, 1 + 4);  // the mean; a kernel per slice
+  auto want = kt::numpy({{"x", data}}, {"[((x[r:r + 100] - x.mean(0)) * 2).sum() for r in "
+                                        "range(0, 400, 100)]"});
+  for (int k = 0; k < 4; ++k) EXPECT_NEAR(got[k].item<double>(), want[0].at(k), 1e-9) << k;
+  Array one = x.slice({Slice(100, 200), Slice::all()});
+  s = run({one.sum(), (one * one).sum(), one.max()}, true);
+  EXPECT_EQ(s.last_kernels, 1);
+}
+
 TEST(Fusion, ReductionFeedingElementwiseIsABoundary) {
   NDArray a = kt::random_array(DType::Float64, {30, 20}, 91);
   Array x = kt::lazy(a, {10, 10});

@@ -207,6 +207,16 @@ TEST(Glm, Seed000LinearRegressionRecoversItsCoefficients) {
   EXPECT_NEAR(fit.coef[0], 0.5, 1e-3);
   EXPECT_NEAR(fit.coef[1], 1.0, 0.1);
   EXPECT_TRUE(fit.converged);
+  // As the seed writes it: LinearRegression(solver='lbfgs') on x alone (the estimator adds the
+  // intercept; its default L2 penalty with C = 1 is negligible against 10000 squared errors).
+  glm::LinearRegression est;
+  est.solver = "lbfgs";
+  Array x = kt::lazy(r[0], {2500, 2}).slice({Slice::all(), Slice(0, 1)});
+  est.fit(x, kt::lazy(r[1], {2500}));
+  EXPECT_TRUE(est.converged_);
+  EXPECT_NEAR(est.coef_[0], 0.5, 1e-3);
+  EXPECT_NEAR(est.intercept_, 1.0, 0.1);
+  EXPECT_NEAR(est.coef_[0], fit.coef[0], 1e-6);
 }
 
 TEST(Glm, BadInputIsAClearError) {

@@ -265,8 +265,19 @@ void cmd_report(const std::string& trace_in, std::string svg_out) {
               static_cast<long long>(s.tasks), s.workers, s.span_us / 1000, 100 * s.busy_fraction);
 }
 
-void cmd_run(const std::string& name, const RunOptions& opt) {
+void cmd_run(const std::string& name, const RunOptions& given) {
   const auto& w = kiln::workloads::find(name);
+  RunOptions opt = given;
+  if (!opt.input.empty() && w.model) {  // the problem's size is X.npy's
+    if (opt.size > 0 || opt.cols > 0)
+      throw kiln::Error("kiln run: --rows and --cols come from --input's X.npy");
+    kiln::Array x = kiln::load_npy(opt.input + "/X.npy");
+    if (x.ndim() != 2)
+      throw kiln::Error("kiln run: " + opt.input + "/X.npy has shape " +
+                        kiln::shape_str(x.shape()) + ", not a matrix");
+    opt.size = x.shape()[0];
+    opt.cols = x.shape()[1];
+  }
   Outcome r = run_workload(w, opt, opt.emit_ir ? &std::cout : nullptr);
   if (opt.json)
     std::cout << to_json(w, opt, r).dump() << "\n";

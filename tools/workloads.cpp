@@ -90,9 +90,7 @@ std::vector<double> glm_workload(const SolveArgs& a, const ComputeOptions& opt, 
   Array X, y;
   std::vector<NDArray> data;
   if (!a.input.empty()) {
-    X = load_npy(a.input + "/X.npy");
-    if (X.ndim() != 2) throw Error("kiln run glm: " + a.input + "/X.npy is not a matrix");
-    X = load_npy(a.input + "/X.npy", {a.c, X.shape()[1]}).persist();
+    X = load_npy(a.input + "/X.npy", {a.c, a.cols}).persist();
     y = load_npy(a.input + "/y.npy", {a.c}).persist();
   } else {
     data = glm_data(o.family, a.n, a.c, a.cols, opt);

@@ -208,6 +208,11 @@ TEST(Cli, GlmWorkloadFitsEachFamilyWithTheChosenSolver) {
   EXPECT_NEAR(fit["result"].get<double>(), sk[0].item<double>(), 1e-9 * sk[0].item<double>())
       << fit;
   EXPECT_EQ(fit["input"], dir);
+  EXPECT_EQ(fit["size"].get<int64_t>(), 3000);  // X.npy's shape
+  EXPECT_EQ(fit["cols"].get<int64_t>(), 4);
+  out = run("run glm --input " + dir + " --rows 10", &rc);
+  EXPECT_EQ(rc, 2) << out;
+  EXPECT_NE(out.find("come from --input's X.npy"), std::string::npos) << out;
   out = run("run diamond --size 100 --family poisson", &rc);
   EXPECT_EQ(rc, 2) << out;
   EXPECT_NE(out.find("are for the glm workload"), std::string::npos) << out;

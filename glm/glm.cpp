@@ -30,9 +30,9 @@ std::string row_chunks(const Array& a) {
   return s + ")";
 }
 
-double sum_sq(const std::vector<double>& v) {
+double dot(const std::vector<double>& a, const std::vector<double>& b) {
   double s = 0;
-  for (double x : v) s += x * x;
+  for (size_t j = 0; j < a.size(); ++j) s += a[j] * b[j];
   return s;
 }
 
@@ -183,7 +183,6 @@ struct Problem {
   int64_t p = 0;
   Family family = Family::Logistic;
   ComputeOptions opt;
-  std::string op;  // "glm.<solver>", for messages
   Regularizer reg;
   double lam = 0;              // lamduh, 0 without a penalty
   std::vector<double> factor;  // the penalty's factor per (normalized) coefficient
@@ -201,6 +200,11 @@ struct Problem {
     return coef;
   }
 
+  // loss(X b) + lamduh * penalty(b): one compute.
+  double objective(const std::vector<double>& b) const {
+    return compute({loss(family, matmul(X, vec(b)), y)}, opt)[0].item<double>() + penalty(b);
+  }
+
   // lamduh * penalty(b), and its gradient added to g (the smooth solvers: no L1 part).
   double penalty(const std::vector<double>& b) const { return lam * reg.value(b, factor); }
   void add_penalty_gradient(const std::vector<double>& b, std::vector<double>* g) const {
@@ -209,6 +213,8 @@ struct Problem {
   }
 };
 
+// Required: the smooth solvers (gradient_descent, newton, lbfgs), which refuse an L1 part.
+// NotRequired: the proximal ones (proximal_grad, admm), whose Penalty::None means L1.
 enum class Smooth { Required, NotRequired };
 
 Problem prepare(const char* solver, const Array& X0, const Array& y0, const Options& o,
@@ -234,7 +240,10 @@ Problem prepare(const char* solver, const Array& X0, const Array& y0, const Opti
   if (smooth == Smooth::Required && o.penalty.has_l1())
     throw Error(op + ": the l1 part of a penalty is not differentiable; use proximal_grad or admm");
   Problem pr;
-  pr.op = op;
+  pr.reg = o.penalty;
+  // The proximal solvers' default penalty, as dask-glm's: L1.
+  if (smooth == Smooth::NotRequired && pr.reg.penalty == Penalty::None)
+    pr.reg.penalty = Penalty::L1;
   pr.family = o.family;
   pr.opt = o.compute;
   pr.p = X0.shape()[1];
@@ -274,7 +283,6 @@ Problem prepare(const char* solver, const Array& X0, const Array& y0, const Opti
   if (o.normalize && pr.intercept < 0) std::fill(pr.mean.begin(), pr.mean.end(), 0.0);
   pr.X = o.normalize ? (X - vec(pr.mean)) / vec(pr.scale) : X;
   pr.y = y;
-  pr.reg = o.penalty;
   pr.lam = o.lamduh;
   pr.factor.assign(static_cast<size_t>(pr.p), 1.0);
   if (o.penalize_original)
@@ -283,12 +291,6 @@ Problem prepare(const char* solver, const Array& X0, const Array& y0, const Opti
 }
 
 double scalar_of(const NDArray& a) { return a.item<double>(); }
-
-double dot(const std::vector<double>& a, const std::vector<double>& b) {
-  double s = 0;
-  for (size_t j = 0; j < a.size(); ++j) s += a[j] * b[j];
-  return s;
-}
 
 double max_abs(const std::vector<double>& v) {
   double m = 0;
@@ -441,7 +443,7 @@ Result gradient_descent(const Array& X, const Array& y, const Options& o) {
     pr.add_penalty_gradient(beta, &grad);
     Array xg = pr.rows(compute({matmul(pr.X, vec(grad))}, pr.opt)[0]);
     // dask-glm's compute_stepsize_dask: Armijo backtracking.
-    const double steplen = sum_sq(grad), lf = func;
+    const double steplen = dot(grad, grad), lf = func;
     double s = step;
     std::vector<double> trial(pr.p);
     for (int ii = 0; ii < 100; ++ii) {
@@ -498,9 +500,7 @@ Result newton(const Array& X, const Array& y, const Options& o) {
       beta[j] = next;
     }
     ++res.n_iter;
-    res.loss.push_back(
-        scalar_of(compute({loss(pr.family, matmul(pr.X, vec(beta)), pr.y)}, pr.opt)[0]) +
-        pr.penalty(beta));
+    res.loss.push_back(pr.objective(beta));
     if (!moved) {
       res.converged = true;
       break;
@@ -512,9 +512,7 @@ Result newton(const Array& X, const Array& y, const Options& o) {
 }
 
 Result proximal_grad(const Array& X, const Array& y, const Options& o) {
-  Options l1 = o;
-  if (l1.penalty.penalty == Penalty::None) l1.penalty.penalty = Penalty::L1;  // dask-glm's default
-  Problem pr = prepare("proximal_grad", X, y, l1, Smooth::NotRequired);
+  Problem pr = prepare("proximal_grad", X, y, o, Smooth::NotRequired);
   // dask-glm 0.4.0 accepts a step, and stops, by the loss alone; with a penalty that makes it
   // stop short of the optimum (an L1 step that trades loss for penalty is never accepted), so
   // here func is the objective, loss + lamduh * penalty.
@@ -584,9 +582,7 @@ Result lbfgs(const Array& X, const Array& y, const Options& o) {
 }
 
 Result admm(const Array& X, const Array& y, const Options& o) {
-  Options l1 = o;
-  if (l1.penalty.penalty == Penalty::None) l1.penalty.penalty = Penalty::L1;  // dask-glm's default
-  Problem pr = prepare("admm", X, y, l1, Smooth::NotRequired);
+  Problem pr = prepare("admm", X, y, o, Smooth::NotRequired);
   if (!(o.rho > 0) || !std::isfinite(o.rho) || !(o.reltol >= 0) || !std::isfinite(o.over_relax))
     throw Error("glm.admm: rho must be finite and > 0, reltol >= 0 and over_relax finite");
   const int max_iter = o.max_iter > 0 ? o.max_iter : 250;
@@ -657,12 +653,10 @@ Result admm(const Array& X, const Array& y, const Options& o) {
     const double kp = std::sqrt(static_cast<double>(p) * static_cast<double>(k));
     const double eps_pri =
         kp * abstol +
-        reltol * std::max(std::sqrt(betas_sq), std::sqrt(static_cast<double>(k) * sum_sq(z)));
+        reltol * std::max(std::sqrt(betas_sq), std::sqrt(static_cast<double>(k) * dot(z, z)));
     const double eps_dual = kp * abstol + reltol * rho * std::sqrt(u_sq);
     ++res.n_iter;
-    res.loss.push_back(
-        scalar_of(compute({loss(pr.family, matmul(pr.X, vec(z)), pr.y)}, pr.opt)[0]) +
-        pr.penalty(z));
+    res.loss.push_back(pr.objective(z));
     if (std::sqrt(primal) < eps_pri && rho * std::sqrt(dual_sq) < eps_dual) {
       res.converged = true;
       break;

@@ -2,7 +2,6 @@
 
 #include <map>
 #include <set>
-#include <vector>
 
 #include "ir/view.hpp"
 
@@ -63,20 +62,12 @@ class Pusher {
 // expression twice when the product reads it both ways (X^T X of a computed X: two operands
 // materialized instead of one).
 std::set<const Node*> transposed_gemm_operands(const Graph& g) {
-  std::set<const Node*> keep, seen;
-  std::vector<const Node*> stack;
-  for (const auto& o : g.outputs) stack.push_back(o.get());
-  while (!stack.empty()) {
-    const Node* n = stack.back();
-    stack.pop_back();
-    if (!seen.insert(n).second) continue;
-    for (const auto& in : n->inputs) {
-      if (n->op == Op::MatMul && in->op == Op::Transpose &&
-          op_category(in->in(0)->op) != OpCategory::Leaf)
-        keep.insert(in.get());
-      stack.push_back(in.get());
-    }
-  }
+  std::set<const Node*> keep;
+  for (const Node* n : topo_order(g.outputs))
+    if (n->op == Op::MatMul)
+      for (const auto& in : n->inputs)
+        if (in->op == Op::Transpose && op_category(in->in(0)->op) != OpCategory::Leaf)
+          keep.insert(in.get());
   return keep;
 }
 

@@ -1,50 +1,17 @@
-"""NumPy reference for tools/workloads.cpp logistic_gradient_descent: dask-glm's
-gradient_descent (dask_glm/algorithms.py, Michael Grant's algorithm with its line search
-compute_stepsize_dask) written out for NumPy arrays, step for step, so the test can compare Kiln's
-solver with it on the same data."""
+"""kiln::glm's solvers (dask-glm 0.4.0's algorithms, with dask-glm's column normalization) in
+NumPy, step for step, for tests/tools/glm_library_test.cpp and glm_test.cpp (the logistic-gd
+workload); and scikit-learn's fits of the estimators' objective for glm_estimators_test.cpp."""
 import numpy as np
 
 
-def loglike(xbeta, y):
-    return (xbeta + np.log1p(np.exp(-xbeta))).sum() - y @ xbeta
-
-
 def gradient_descent(X, y, max_iter, tol):
-    n, p = X.shape
-    beta = np.zeros(p)
-    step_size, backtrack = 1.0, 0.1
-    func = 0.0
-    k = 0
-    while k < max_iter:
-        if k % 10 == 0:
-            xbeta = X @ beta
-            func = loglike(xbeta, y)
-        grad = X.T @ (1 / (1 + np.exp(-xbeta)) - y)
-        xgrad = X @ grad
-        steplen = (grad ** 2).sum()
-        lf = func
-        s = step_size
-        for ii in range(100):
-            trial = beta - s * grad
-            if ii and (trial == beta).all():
-                s = 0.0
-                break
-            func = loglike(xbeta - s * xgrad, y)
-            if lf - func >= 0.1 * s * steplen:
-                break
-            s *= backtrack
-        beta = beta - s * grad
-        xbeta = xbeta - s * xgrad
-        k += 1
-        if s == 0 or (lf - func) / max(func, lf) < tol:
-            break
-        step_size = s * 1.25
-        backtrack = 0.5
+    """The logistic-gd workload: glm_gradient_descent without normalization, returning
+    np.concatenate([beta, [final loss, n_iter]])."""
+    beta, func, k = _gradient_descent(X, y, "logistic", max_iter, tol)
     return np.concatenate([beta, [func, k]])
 
 
-# kiln::glm's solvers (dask-glm 0.4.0's algorithms) in NumPy, step for step, for
-# tests/tools/glm_library_test.cpp. Each returns np.concatenate([coef, [n_iter]]).
+# The glm_* solvers return np.concatenate([coef, [n_iter]]).
 
 def family_loss(family, xb, y):
     if family == "logistic":
@@ -99,8 +66,9 @@ def prox(penalty, beta, t, weight=0.5):
     return soft(beta, weight * t) / (1 + (1 - weight) * t)
 
 
-def glm_gradient_descent(X0, y, family, max_iter=100, tol=1e-14):
-    X, mean, std, idx = normalized(X0)
+def _gradient_descent(X, y, family, max_iter, tol):
+    """dask-glm's gradient_descent (Michael Grant's algorithm, line search compute_stepsize_dask)
+    on X as given. Returns (beta, final loss, n_iter)."""
     beta = np.zeros(X.shape[1])
     step, backtrack, func, k = 1.0, 0.1, 0.0, 0
     while k < max_iter:
@@ -124,6 +92,12 @@ def glm_gradient_descent(X0, y, family, max_iter=100, tol=1e-14):
         if s == 0 or (lf - func) / max(func, lf) < tol:
             break
         step, backtrack = s * 1.25, 0.5
+    return beta, func, k
+
+
+def glm_gradient_descent(X0, y, family, max_iter=100, tol=1e-14):
+    X, mean, std, idx = normalized(X0)
+    beta, _, k = _gradient_descent(X, y, family, max_iter, tol)
     return np.concatenate([original(beta, mean, std, idx), [k]])
 
 

@@ -18,6 +18,7 @@
 #include <benchmark/benchmark.h>
 
 #include "bench/bench_common.hpp"
+#include "kiln/glm.hpp"
 
 namespace {
 
@@ -175,3 +176,38 @@ BENCHMARK(BM_PlanCacheHit)
     ->Unit(benchmark::kMicrosecond);
 
 }  // namespace
+
+// BM_RowFusion: a logistic regression's loss and gradient at b, the evaluation every GLM solver
+// repeats (kiln::glm's family functions): eta = X @ b, the loss sum and X.T @ (sigmoid(eta) - y),
+// X a resident N x K float64 array in row blocks of C. With row fusion (rows=1) X @ b is the row
+// stage of the gradient's kernel, one pass over X; without (0), two. Counter GBps: X's bytes
+// over the time of one evaluation.
+void BM_RowFusion(benchmark::State& state) {
+  const int64_t n = state.range(0), k = state.range(1), c = state.range(2);
+  kiln::bench::init_env();
+  kiln::ComputeOptions opt;
+  opt.row_fusion = state.range(3) != 0;
+  kiln::random::Generator rng(61);
+  std::vector<kiln::NDArray> data =
+      kiln::compute({rng.standard_normal({n, k}, {c, k}), rng.uniform(0, 1, {n}, {c}) < 0.5});
+  const kiln::NDArray& x = data[0];
+  kiln::NDArray yb =
+      kiln::compute({kiln::from_buffer(data[1].data(), data[1].dtype(), {n}, {c}, data[1].storage())
+                         .astype(kiln::DType::Float64)})[0];
+  Array X = kiln::from_buffer(x.data(), x.dtype(), x.shape(), {c, k}, x.storage());
+  Array y = kiln::from_buffer(yb.data(), yb.dtype(), yb.shape(), {c}, yb.storage());
+  std::vector<double> beta(static_cast<size_t>(k), 0.01);
+  Array eta = kiln::matmul(X, kiln::from_buffer(beta.data(), {k}));
+  std::vector<Array> eval = {kiln::glm::loss(kiln::glm::Family::Logistic, eta, y),
+                             kiln::glm::gradient(kiln::glm::Family::Logistic, eta, X, y)};
+  kiln::compute(eval, opt);  // plan and compile
+  for (auto _ : state) benchmark::DoNotOptimize(kiln::compute(eval, opt));
+  state.counters["GBps"] = benchmark::Counter(static_cast<double>(n * k * 8) * 1e-9,
+                                              benchmark::Counter::kIsIterationInvariantRate);
+}
+BENCHMARK(BM_RowFusion)
+    ->ArgNames({"n", "k", "chunk", "rows"})
+    ->Args({1000000, 100, 100000, 1})
+    ->Args({1000000, 100, 100000, 0})
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);

@@ -63,6 +63,9 @@ std::string Kernel::str() const {
       case VOp::Cast:
         os << "cast v" << v.a;
         break;
+      case VOp::Row:
+        os << "row out " << v.index;
+        break;
     }
     os << "\n";
   }
@@ -72,9 +75,24 @@ std::string Kernel::str() const {
        << " " << dtype_name(o.type) << " v" << o.value;
     if (o.reduce) os << " mask=" << o.reduced_mask;
     if (o.index_value >= 0) os << " index=v" << o.index_value;
+    if (o.row) os << " row";
     os << "\n";
   }
   return os.str();
+}
+
+std::vector<bool> Kernel::needed_by(const std::vector<bool>& out_mask) const {
+  std::vector<bool> need(values.size(), false);
+  for (size_t o = 0; o < outputs.size(); ++o) {
+    if (!out_mask[o]) continue;
+    need[outputs[o].value] = true;
+    if (outputs[o].index_value >= 0) need[outputs[o].index_value] = true;
+  }
+  for (size_t v = values.size(); v-- > 0;)  // operands come before their users
+    if (need[v])
+      for (int u : {values[v].a, values[v].b, values[v].c})
+        if (u >= 0) need[u] = true;
+  return need;
 }
 
 uint64_t Kernel::hash() const {

@@ -3,6 +3,13 @@
 // DAG of scalar values in SSA order; every shared node of the array graph is one value, computed
 // once per element. Outputs store a value or fold it into per-block reduction partials.
 //
+// Row stage: an output marked `row` reduces along the innermost dim and is folded in a loop of
+// its own over each row, before the rest of the kernel's loop over that row; its per-row result
+// (the value its partial holds, then finished as the runtime finishes the reduction: a mean
+// divided by the row length, a float32 sum rounded) is the value `VOp::Row` (index: the output)
+// for every element of the row. So `X.T @ f(X @ b)` is one pass over X: each row is read twice,
+// the second time from cache. Row outputs' values use no Row values (one level).
+//
 // Run-time arguments (the ABI every printer implements):
 //   void kernel(const int64_t* I, const double* F, void* const* P)
 //   I = [ext[0..r), then per leaf: base, stride[0..r), then per output: base, stride[0..r),
@@ -34,13 +41,13 @@ struct Leaf {
   int pointer = -1;     // Memory leaves: index into P
 };
 
-enum class VOp : uint8_t { Param, Leaf, Const, Unary, Binary, Select, Cast };
+enum class VOp : uint8_t { Param, Leaf, Const, Unary, Binary, Select, Cast, Row };
 
 struct Value {
   VOp op;
   DType type;
   int a = -1, b = -1, c = -1;  // operand values
-  int index = -1;              // Param: parameter index; Leaf: leaf index
+  int index = -1;              // Param: parameter index; Leaf: leaf index; Row: output index
   uint8_t fn = 0;              // UnaryFn / BinaryFn
   double f = 0;                // Const of a float type (exact in the type)
   int64_t i = 0;               // Const of an integer type or bool (0 or 1)
@@ -53,6 +60,7 @@ struct Output {
   bool reduce = false;
   ReduceFn fn = ReduceFn::Sum;
   uint32_t reduced_mask = 0;  // bit d set: domain dim d is reduced (its partial stride is 0)
+  bool row = false;           // folded in the row stage (reduces along the innermost dim only)
 };
 
 struct Kernel {
@@ -76,6 +84,14 @@ struct Kernel {
     return k;
   }
   int num_pointer_slots() const { return index_pointer(int(outputs.size())); }
+
+  bool has_row_stage() const {
+    for (const auto& o : outputs)
+      if (o.row) return true;
+    return false;
+  }
+  // Per value: whether output `out` needs it (its value, its index value and their operands).
+  std::vector<bool> needed_by(const std::vector<bool>& out_mask) const;
 
   std::string str() const;  // text form (KILN_DEBUG=3), also the cache key's source
   uint64_t hash() const;

@@ -1,5 +1,6 @@
 #include "codegen/lower.hpp"
 
+#include <cmath>
 #include <unordered_map>
 
 #include "codegen/legalize.hpp"
@@ -54,6 +55,10 @@ class Lowerer {
         ob.strides = c_strides(o.target->shape);
       }
       ko.value = v;
+      if (o.row) {
+        ko.row = true;
+        row_outputs_[o.target.get()] = int(out_.kernel.outputs.size());
+      }
       out_.kernel.outputs.push_back(ko);
       out_.outputs.push_back(std::move(ob));
     }
@@ -157,6 +162,8 @@ class Lowerer {
           if (!memo_.count(n->in(k).get())) stack.push_back({n->in(k).get(), false});
         continue;
       }
+      if (row_outputs_.count(n))
+        throw InternalError("lower: a row output is read other than along its rows");
       memo_[n] =
           materialized ? leaf(*n, AffineMap{0, c_strides(n->shape)}, n->dtype, true) : compute(*n);
     }
@@ -172,6 +179,7 @@ class Lowerer {
       base = base->in(0).get();
     }
     if (base->op == Op::Scalar) return param(*base);
+    if (row_outputs_.count(base)) return row_value(*base);
     AffineMap m;
     bool materialized = f_.producer.count(base) > 0;
     if (materialized)
@@ -187,6 +195,32 @@ class Lowerer {
       m = *next;
     }
     return leaf(*base, m, n.dtype, materialized);
+  }
+
+  // The per-row result of row output r (fuse checked that it is read only as a broadcast along
+  // rows), finished as the runtime finishes a reduction: a mean divided by the row's length,
+  // then the result's dtype (a float32 sum accumulates in float64).
+  int row_value(const Node& r) {
+    int o = row_outputs_.at(&r);
+    const kir::Output& ko = out_.kernel.outputs[o];
+    kir::Value v{kir::VOp::Row, ko.type};
+    v.index = o;
+    int x = add(v);
+    if (ko.fn == ReduceFn::Mean && is_float(ko.type)) {
+      int64_t count = g_.domain.back();
+      kir::Value c{kir::VOp::Const, ko.type};
+      c.f = count > 0 ? double(count) : std::nan("");
+      if (count > 0) {
+        kir::Value div{kir::VOp::Binary, ko.type};
+        div.a = x;
+        div.b = add(c);
+        div.fn = uint8_t(BinaryFn::Div);
+        x = add(div);
+      } else {
+        x = add(c);
+      }
+    }
+    return cast(x, r.dtype);
   }
 
   int compute(const Node& n) {
@@ -238,6 +272,7 @@ class Lowerer {
   const FusedGraph& f_;
   LoweredGroup out_;
   std::unordered_map<const Node*, int> memo_, params_;
+  std::unordered_map<const Node*, int> row_outputs_;  // row output node -> kernel output
 };
 
 }  // namespace

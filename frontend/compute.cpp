@@ -22,11 +22,13 @@ struct PlanKey {
   std::vector<const Node*> outputs;
   Device device;
   bool fuse;
+  bool row_fusion;
   bool push_slices;
   bool precise_math;  // selects other kernels
   bool operator<(const PlanKey& o) const {
     if (device != o.device) return device < o.device;
     if (fuse != o.fuse) return fuse < o.fuse;
+    if (row_fusion != o.row_fusion) return row_fusion < o.row_fusion;
     if (push_slices != o.push_slices) return push_slices < o.push_slices;
     if (precise_math != o.precise_math) return precise_math < o.precise_math;
     return outputs < o.outputs;
@@ -69,7 +71,8 @@ std::vector<NDArray> compute(const std::vector<Array>& arrays, const ComputeOpti
   bool push = opt.push_slices && !flags().no_push_slices;
   Device device = resolve_device(opt.device);
   backend::Backend& be = backend::backend_for(device);
-  PlanKey key{{}, device, fuse, push, flags().precise_math};
+  bool rows = fuse && opt.row_fusion && !flags().no_row_fusion;
+  PlanKey key{{}, device, fuse, rows, push, flags().precise_math};
   for (const auto& o : tmpl.outputs) key.outputs.push_back(o.get());
   std::shared_ptr<const Plan> plan;
   bool cached = false;
@@ -91,6 +94,7 @@ std::vector<NDArray> compute(const std::vector<Array>& arrays, const ComputeOpti
   if (!plan) {
     PipelineOptions po;
     po.fuse = fuse;
+    po.row_fusion = rows;
     po.push_slices = push;
     po.dump = opt.ir;
     FusedGraph fused = run_pipeline(tmpl, po);

@@ -281,7 +281,16 @@ Problem prepare(const char* solver, const Array& X0, const Array& y0, const Opti
     }
   }
   if (o.normalize && pr.intercept < 0) std::fill(pr.mean.begin(), pr.mean.end(), 0.0);
-  pr.X = o.normalize ? (X - vec(pr.mean)) / vec(pr.scale) : X;
+  // dask-glm's (X - mean) / std, but multiplied by the reciprocal (at most 1 ulp apart): a
+  // division per element of X costs more than reading it (Zen 4: 53 -> 28 ms per lbfgs
+  // evaluation at 1e6 x 100). Without an intercept the mean is 0 and not subtracted.
+  if (o.normalize) {
+    std::vector<double> inv(pr.scale.size());
+    for (size_t j = 0; j < inv.size(); ++j) inv[j] = 1 / pr.scale[j];
+    pr.X = (pr.intercept >= 0 ? X - vec(pr.mean) : X) * vec(inv);
+  } else {
+    pr.X = X;
+  }
   pr.y = y;
   pr.lam = o.lamduh;
   pr.factor.assign(static_cast<size_t>(pr.p), 1.0);

@@ -13,6 +13,9 @@ struct GroupOutput {
   NodeRef target;  // the materialized node it fills: value itself, a Reduce, or a Concat
   bool reduce = false;
   int64_t offset = 0;  // element offset into target (a Concat piece), C order
+  // A reduction along the domain's innermost dim that the group's other outputs read row by
+  // row: computed in the kernel's row stage (codegen/kernel_ir.hpp). Row outputs come first.
+  bool row = false;
 };
 
 struct Group {

@@ -83,7 +83,9 @@ void compute_deps(FusedGraph* f) {
       if (!seen.insert(n).second) continue;
       auto p = f->producer.find(n);
       if (p != f->producer.end()) {
-        deps.insert(deps.end(), p->second.begin(), p->second.end());
+        // A group reads its own row outputs as row values, never from memory.
+        for (int k : p->second)
+          if (&f->groups[k] != &gr) deps.push_back(k);
         continue;
       }
       for (const auto& in : n->inputs) stack.push_back(in.get());
@@ -112,7 +114,8 @@ void mark_library_operands(const Node& call, std::unordered_map<const Node*, std
 
 // fuse's steps, in order: find_boundaries (which nodes must exist in memory, and why),
 // make_groups (one group per boundary), merge_siblings (independent groups over one domain share
-// a kernel), sort_groups (topological order again). compute_deps follows each that moves groups.
+// a kernel), merge_rows (a reduction along rows joins the kernel that reads it row by row),
+// sort_groups (topological order again). compute_deps follows each that moves groups.
 
 // Why each node must be materialized (outputs, reductions, concatenations, --no-fuse, the kernel
 // size limit, views that cannot fold into a leaf's index map); absent: computed inline.
@@ -317,6 +320,173 @@ void merge_siblings(FusedGraph* f) {
   compute_deps(f);
 }
 
+// What a group's kernel reads of `targets` (materialized nodes): whether every read is a row
+// read (the view map make_reductions gives the result, 0 along the innermost dim), which targets
+// it reads, and whether it generates random values (a kernel with a row stage cannot: random
+// leaves run in tiles, see the CPU printer).
+struct RowScan {
+  bool random = false, other_read = false;
+  std::set<const Node*> read;
+};
+
+// The strides, per domain dim, under which reduction r's result holds the element of domain
+// index i (reduced dims 0), as runtime/plan.cpp lays it out.
+std::vector<int64_t> result_strides(const Node& r, size_t rank) {
+  Shape st = c_strides(r.shape);
+  std::vector<int64_t> out;
+  uint32_t mask = 0;
+  for (int ax : r.reduce_axes()) mask |= 1u << ax;
+  size_t j = 0;
+  for (size_t d = 0; d < rank; ++d) {
+    if ((mask >> d) & 1u) {
+      out.push_back(0);
+      if (r.keepdims()) ++j;
+    } else {
+      out.push_back(st[j++]);
+    }
+  }
+  return out;
+}
+
+RowScan scan_rows(const FusedGraph& f, const Group& g, const std::set<const Node*>& targets) {
+  RowScan sc;
+  auto materialized = [&](const Node* x) { return f.producer.count(x) > 0; };
+  std::set<const Node*> seen;
+  std::vector<const Node*> stack;
+  for (const auto& o : g.outputs) {
+    if (o.value != o.target) {
+      stack.push_back(o.value.get());
+    } else if (is_view(o.value->op)) {
+      stack.push_back(o.value.get());
+    } else {
+      for (const auto& in : o.value->inputs) stack.push_back(in.get());
+      if (o.value->op == Op::Random) sc.random = true;
+    }
+  }
+  size_t rank = g.domain.size();
+  while (!stack.empty()) {
+    const Node* n = stack.back();
+    stack.pop_back();
+    if (!seen.insert(n).second) continue;
+    if (materialized(n)) {
+      if (targets.count(n)) sc.other_read = true;  // read whole, not through a row view
+      continue;
+    }
+    if (n->op == Op::Random) sc.random = true;
+    if (is_view(n->op) && !is_scalar_like(*n)) {
+      auto vb = resolve_view_base(*n, materialized);
+      if (!vb) continue;
+      if (!vb->materialized) {
+        if (vb->base->op == Op::Random) sc.random = true;
+        continue;
+      }
+      if (!targets.count(vb->base)) continue;
+      const Node& r = *vb->base;
+      bool row =
+          r.op == Op::Reduce && rank > 0 && vb->map.offset == 0 && vb->map.strides.size() == rank;
+      if (row) {
+        std::vector<int64_t> want = result_strides(r, rank);
+        for (size_t d = 0; d + 1 < rank; ++d) row = row && vb->map.strides[d] == want[d];
+        row = row && (vb->map.strides[rank - 1] == 0 || g.domain[rank - 1] == 1);
+      }
+      if (row)
+        sc.read.insert(vb->base);
+      else
+        sc.other_read = true;
+      continue;
+    }
+    for (const auto& in : n->inputs) stack.push_back(in.get());
+  }
+  return sc;
+}
+
+// A reduction the row stage computes: along the innermost dim of its domain only, with a per-row
+// result the kernel can finish itself (not argmin/argmax, whose result is an index).
+bool row_reduction(const GroupOutput& o, size_t rank) {
+  if (!o.reduce || o.target->op != Op::Reduce || rank == 0) return false;
+  ReduceFn fn = o.target->reduce_fn();
+  if (fn == ReduceFn::ArgMin || fn == ReduceFn::ArgMax) return false;
+  auto axes = o.target->reduce_axes();
+  return axes.size() == 1 && axes[0] == static_cast<int>(rank) - 1;
+}
+
+bool has_row_outputs(const Group& g) {
+  for (const auto& o : g.outputs)
+    if (o.row) return true;
+  return false;
+}
+
+// Whether group `from` needs group `to`, directly or through others.
+bool needs(const FusedGraph& f, int from, int to) {
+  std::vector<int> stack{from};
+  std::vector<bool> seen(f.groups.size(), false);
+  while (!stack.empty()) {
+    int k = stack.back();
+    stack.pop_back();
+    for (int d : f.groups[k].deps) {
+      if (d == to) return true;
+      if (!seen[d]) {
+        seen[d] = true;
+        stack.push_back(d);
+      }
+    }
+  }
+  return false;
+}
+
+// Row fusion: a group C that reads a reduction along rows (R = x.sum(axis=-1), X @ b) only as a
+// broadcast along those rows, over the same domain and chunks with whole rows in each block,
+// absorbs the group P that computes R. R becomes a row output of C: its kernel reduces each row
+// first and then runs the rest over the same row, so `X.T @ f(X @ b)` and `x - x.mean(axis=-1,
+// keepdims=True)` read their data once. P must have no row outputs itself (one level), neither
+// may generate random values, and no other group may stand between them (a cycle).
+void merge_rows(FusedGraph* f) {
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (size_t c = 0; c < f->groups.size() && !changed; ++c) {
+      const Group& gc = f->groups[c];
+      size_t rank = gc.domain.size();
+      if (gc.library || writes_concat(gc) || rank == 0 || gc.chunks[rank - 1].size() != 1) continue;
+      for (int p : gc.deps) {
+        const Group& gp = f->groups[p];
+        if (gp.library || writes_concat(gp) || has_row_outputs(gp) || gp.domain != gc.domain ||
+            gp.chunks != gc.chunks)
+          continue;
+        std::set<const Node*> targets;
+        for (const auto& o : gp.outputs) targets.insert(o.target.get());
+        RowScan sc = scan_rows(*f, gc, targets);
+        if (sc.random || sc.other_read || sc.read.empty()) continue;
+        bool ok = true;
+        for (const auto& o : gp.outputs)
+          if (sc.read.count(o.target.get()) && !row_reduction(o, rank)) ok = false;
+        if (!ok || scan_rows(*f, gp, {}).random) continue;
+        for (int x : gc.deps)
+          if (x != p && needs(*f, x, p)) ok = false;
+        if (!ok) continue;
+        // C's row outputs, P's new ones, then the rest of C's and P's outputs.
+        Group merged = gc;
+        merged.outputs.clear();
+        for (const auto& o : gc.outputs)
+          if (o.row) merged.outputs.push_back(o);
+        for (auto o : gp.outputs)
+          if (sc.read.count(o.target.get())) {
+            o.row = true;
+            merged.outputs.push_back(o);
+          }
+        for (const auto& o : gc.outputs)
+          if (!o.row) merged.outputs.push_back(o);
+        for (const auto& o : gp.outputs)
+          if (!sc.read.count(o.target.get())) merged.outputs.push_back(o);
+        f->groups[c] = std::move(merged);
+        f->groups.erase(f->groups.begin() + p);
+        compute_deps(f);
+        changed = true;
+        break;
+      }
+    }
+  }
+}
+
 // Puts the groups in a topological order of their dependencies again (after merging).
 void sort_groups(FusedGraph* f) {
   std::vector<std::vector<int>> deps;
@@ -339,7 +509,7 @@ void sort_groups(FusedGraph* f) {
 
 }  // namespace
 
-FusedGraph fuse(const Graph& g, bool enabled) {
+FusedGraph fuse(const Graph& g, bool enabled, bool row_fusion) {
   FusedGraph f;
   f.graph = g;
   std::vector<const Node*> order = topo_order(g.outputs);
@@ -348,6 +518,7 @@ FusedGraph fuse(const Graph& g, bool enabled) {
   // Merging is cubic in the number of groups; fused graphs have few, so cap it.
   if (enabled && f.groups.size() <= 512) {
     merge_siblings(&f);
+    if (row_fusion) merge_rows(&f);
     sort_groups(&f);
   }
   return f;
@@ -371,7 +542,7 @@ std::string fusion_summary(const FusedGraph& f, size_t nodes_before) {
     os << (g.library ? "  library call " : "  kernel ") << k << ": domain " << shape_str(g.domain)
        << " in " << blocks << " blocks, outputs:";
     for (const auto& o : g.outputs)
-      os << " " << (o.reduce ? "reduce->" : "store->") << node_label(*o.target);
+      os << " " << (o.row ? "row->" : o.reduce ? "reduce->" : "store->") << node_label(*o.target);
     if (!g.deps.empty()) {
       os << "; reads kernels";
       for (int d : g.deps) os << " " << d;

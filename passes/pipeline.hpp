@@ -9,6 +9,7 @@ namespace kiln {
 
 struct PipelineOptions {
   bool fuse = true;
+  bool row_fusion = true;  // fuse's merge_rows
   bool push_slices = true;
   std::ostream* dump = nullptr;  // IR after each pass and the fusion summary
 };

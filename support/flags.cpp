@@ -10,6 +10,7 @@ Flags from_env() {
   if (const char* v = std::getenv("KILN_DEBUG")) f.debug = std::atoi(v);
   if (const char* v = std::getenv("KILN_THREADS")) f.threads = std::atoi(v);
   if (const char* v = std::getenv("KILN_NO_FUSE")) f.no_fuse = std::atoi(v) != 0;
+  if (const char* v = std::getenv("KILN_NO_ROW_FUSION")) f.no_row_fusion = std::atoi(v) != 0;
   if (const char* v = std::getenv("KILN_NO_PUSH_SLICES")) f.no_push_slices = std::atoi(v) != 0;
   if (const char* v = std::getenv("KILN_NO_COMPILE")) f.no_compile = std::atoi(v) != 0;
   if (const char* v = std::getenv("KILN_PRECISE_MATH")) f.precise_math = std::atoi(v) != 0;

@@ -6,6 +6,8 @@
 // |                   |              | 4 LLVM IR, 5 optimized LLVM IR (all on stderr)            |
 // | KILN_THREADS=N    | threads      | worker threads (default: all cores)                       |
 // | KILN_NO_FUSE=1    | no_fuse      | every op its own kernel and task (push_slices still runs) |
+// | KILN_NO_ROW_FUSION=1 | no_row_fusion | a reduction along rows stays its own kernel  |
+// |                   |              | instead of joining the kernel that reads it row by row    |
 // | KILN_NO_PUSH_SLICES=1 | no_push_slices | skip push_slices: views stay where they are  |
 // |                   |              | built, leaves make every element (fusion unchanged)       |
 // | KILN_NO_COMPILE=1 | no_compile   | compiling a kernel is an error (tests of the caches)     |
@@ -33,6 +35,7 @@ struct Flags {
   int debug = 0;
   int threads = 0;  // 0: all hardware threads
   bool no_fuse = false;
+  bool no_row_fusion = false;
   bool no_push_slices = false;
   bool no_compile = false;
   bool precise_math = false;

@@ -32,7 +32,8 @@ struct RunOptions {
   int max_iter = 0;                     // glm: 0: the solver's default
   double tol = 0;
   int threads = 0, repeat = 1;  // threads 0: all cores
-  bool no_fuse = false, no_push_slices = false, emit_ir = false, json = false;
+  bool no_fuse = false, no_row_fusion = false, no_push_slices = false, emit_ir = false,
+       json = false;
   bool resident = false;  // x computed before the timed computes, which read it from memory
   std::string dot, trace;
   bool quiet = false;
@@ -101,6 +102,7 @@ void check_stdout() {
 kiln::ComputeOptions compute_options(const RunOptions& o) {
   kiln::ComputeOptions co;
   co.fuse = !o.no_fuse;
+  co.row_fusion = !o.no_row_fusion;
   co.push_slices = !o.no_push_slices;
   co.threads = o.threads;
   co.progress = !o.quiet && !o.json;
@@ -203,6 +205,7 @@ nlohmann::json to_json(const kiln::workloads::Workload& w, const RunOptions& o, 
   }
   j["threads"] = o.threads;
   j["fused"] = !o.no_fuse;
+  j["row_fusion"] = !o.no_row_fusion;
   j["push_slices"] = !o.no_push_slices;
   j["resident"] = o.resident;
   j["result"] = r.results[0];
@@ -352,6 +355,8 @@ int kiln_main(int argc, char** argv) {
   run->add_option("--repeat", opt.repeat, "repeat R times, report the median")
       ->check(int_in(1, kMaxRepeat));
   run->add_flag("--no-fuse", opt.no_fuse, "every op its own kernel and task");
+  run->add_flag("--no-row-fusion", opt.no_row_fusion,
+                "a reduction along rows stays its own kernel (not the row stage of its reader)");
   run->add_flag("--no-push-slices", opt.no_push_slices,
                 "views stay where they are built (generators make every element)");
   run->add_flag("--emit-ir", opt.emit_ir, "print the IR after each pass and the fusion summary");

@@ -66,6 +66,8 @@ class Printer {
     for (size_t p = 0; p < k_.params.size(); ++p) params_.push_back(load_param(int(p)));
     (void)i64;
     idx_.assign(r, nullptr);
+    vals_.assign(k_.values.size(), nullptr);
+    plan_stages();
     // Random leaves are generated a tile at a time (see tiled_inner_loop): one stack buffer of
     // kTile values per random leaf, plus 4 of padding for the scan for rejected normals.
     if (r > 0)
@@ -89,6 +91,43 @@ class Printer {
     Value* base;
     std::vector<Value*> strides;
   };
+
+  // need_row_, need_main_ and hoist_ (see their declaration). A value is the same for every
+  // element of a row when it reads nothing that moves along it: parameters, constants, row
+  // results, memory and iota leaves of inner stride 0. Integer powers are not hoisted (their
+  // helper may record an error, which an empty row must not raise).
+  void plan_stages() {
+    std::vector<bool> rows(k_.outputs.size()), rest(k_.outputs.size());
+    for (size_t o = 0; o < k_.outputs.size(); ++o) {
+      rows[o] = k_.outputs[o].row;
+      rest[o] = !rows[o];
+    }
+    need_row_ = k_.needed_by(rows);
+    need_main_ = k_.needed_by(rest);
+    hoist_.assign(k_.values.size(), false);
+    if (!k_.has_row_stage()) return;
+    std::vector<bool> same(k_.values.size(), false);
+    for (size_t v = 0; v < k_.values.size(); ++v) {
+      const kir::Value& x = k_.values[v];
+      switch (x.op) {
+        case kir::VOp::Param:
+        case kir::VOp::Const:
+        case kir::VOp::Row:
+          same[v] = true;
+          break;
+        case kir::VOp::Leaf:
+          same[v] = k_.leaves[x.index].kind != kir::LeafKind::Random &&
+                    k_.leaves[x.index].inner_stride == 0;
+          break;
+        default:
+          same[v] =
+              !(x.op == kir::VOp::Binary && BinaryFn(x.fn) == BinaryFn::Pow && !is_float(x.type));
+          for (int u : {x.a, x.b, x.c})
+            if (u >= 0) same[v] = same[v] && same[u];
+      }
+      hoist_[v] = same[v] && need_main_[v];
+    }
+  }
 
   Value* load_i(int k) {
     return b_.CreateLoad(b_.getInt64Ty(), b_.CreateConstGEP1_64(b_.getInt64Ty(), I_, k));
@@ -145,7 +184,29 @@ class Printer {
       });
       return;
     }
-    if (!tile_bufs_.empty()) return tiled_inner_loop(d);
+    if (!tile_bufs_.empty()) {
+      if (k_.has_row_stage())
+        throw InternalError("llvm printer: a kernel with random leaves has a row stage");
+      return tiled_inner_loop(d);
+    }
+    if (k_.has_row_stage()) {
+      row_stage_ = true;
+      inner_loop(d);
+      row_stage_ = false;
+      // Each row output's result as its partial holds it (folded into the identity).
+      row_vals_.assign(k_.outputs.size(), nullptr);
+      for (size_t o = 0; o < k_.outputs.size(); ++o)
+        if (k_.outputs[o].row)
+          row_vals_[o] = combine(k_.outputs[o], identity(k_.outputs[o]), acc_[o]);
+      idx_[d] = b_.getInt64(0);
+      for (size_t v = 0; v < k_.values.size(); ++v)
+        if (hoist_[v]) vals_[v] = emit(k_.values[v]);
+    }
+    inner_loop(d);
+  }
+
+  // The innermost loop over the active stage's outputs (all of them without a row stage).
+  void inner_loop(int d) {
     if (any_compensated()) return strip_loop(d);
     set_accumulators(simple_loop(
         "inner", ext_[d], accumulator_identities(),
@@ -164,7 +225,7 @@ class Printer {
   // Neumaier's compensation (strip_state / fold_strip): as accurate as NumPy's pairwise sum.
   bool compensated(size_t o) const {
     const auto& out = k_.outputs[o];
-    return inner_reduced(o) && is_float(out.type) &&
+    return folds_inner(o) && is_float(out.type) &&
            (out.fn == ReduceFn::Sum || out.fn == ReduceFn::Mean);
   }
   bool any_compensated() const {
@@ -209,7 +270,7 @@ class Printer {
     std::vector<Value*> next, comps;
     size_t at = 0, comp_at = accumulator_identities().size();
     for (size_t o = 0; o < k_.outputs.size(); ++o) {
-      if (!inner_reduced(o)) continue;
+      if (!folds_inner(o)) continue;
       const auto& out = k_.outputs[o];
       if (is_arg(o)) {
         auto [v, i] = arg_step(out, state[at], state[at + 1], sums[at], sums[at + 1]);
@@ -242,7 +303,7 @@ class Printer {
   void set_strip_state(std::vector<Value*> state) {
     size_t at = 0, comp_at = accumulator_identities().size();
     for (size_t o = 0; o < k_.outputs.size(); ++o) {
-      if (!inner_reduced(o)) continue;
+      if (!folds_inner(o)) continue;
       if (compensated(o)) {
         Value *s = state[at], *c = state[comp_at++];
         Value* finite = b_.CreateFCmpOLT(call_intrinsic(llvm::Intrinsic::fabs, c),
@@ -261,7 +322,7 @@ class Printer {
   std::vector<Value*> accumulator_identities() {
     std::vector<Value*> v;
     for (size_t o = 0; o < k_.outputs.size(); ++o) {
-      if (!inner_reduced(o)) continue;
+      if (!folds_inner(o)) continue;
       v.push_back(identity(k_.outputs[o]));
       if (is_arg(o)) v.push_back(b_.getInt64(-1));
     }
@@ -272,7 +333,7 @@ class Printer {
     acc_idx_.assign(k_.outputs.size(), nullptr);
     size_t at = 0;
     for (size_t o = 0; o < k_.outputs.size(); ++o) {
-      if (!inner_reduced(o)) continue;
+      if (!folds_inner(o)) continue;
       acc_[o] = v[at++];
       if (is_arg(o)) acc_idx_[o] = v[at++];
     }
@@ -282,7 +343,7 @@ class Printer {
     body();
     std::vector<Value*> next;
     for (size_t o = 0; o < k_.outputs.size(); ++o) {
-      if (!inner_reduced(o)) continue;
+      if (!folds_inner(o)) continue;
       next.push_back(acc_next_[o]);
       if (is_arg(o)) next.push_back(acc_idx_next_[o]);
     }
@@ -436,6 +497,11 @@ class Printer {
     });
   }
 
+  // Outputs of the stage being printed: the row stage's (row outputs) or the rest.
+  bool active(size_t o) const { return k_.outputs[o].row == row_stage_; }
+  // Outputs the current innermost loop folds into scalar accumulators.
+  bool folds_inner(size_t o) const { return active(o) && inner_reduced(o); }
+
   bool inner_reduced(size_t o) const {
     const auto& out = k_.outputs[o];
     return out.reduce && k_.rank > 0 && (out.reduced_mask >> (k_.rank - 1)) & 1u;
@@ -459,15 +525,17 @@ class Printer {
   }
 
   void body() {
-    vals_.assign(k_.values.size(), nullptr);
-    for (size_t v = 0; v < k_.values.size(); ++v) vals_[v] = emit(k_.values[v]);
+    const std::vector<bool>& need = row_stage_ ? need_row_ : need_main_;
+    for (size_t v = 0; v < k_.values.size(); ++v)
+      if (need[v] && (row_stage_ || !hoist_[v])) vals_[v] = emit(k_.values[v]);
     acc_next_.assign(k_.outputs.size(), nullptr);
     acc_idx_next_.assign(k_.outputs.size(), nullptr);
     for (size_t o = 0; o < k_.outputs.size(); ++o) {
+      if (!active(o)) continue;
       const auto& out = k_.outputs[o];
       Value* v = vals_[out.value];
       Value* idx = is_arg(o) ? vals_[out.index_value] : nullptr;
-      if (inner_reduced(o)) {
+      if (folds_inner(o)) {
         if (idx)
           std::tie(acc_next_[o], acc_idx_next_[o]) = arg_step(out, acc_[o], acc_idx_[o], v, idx);
         else
@@ -543,7 +611,7 @@ class Printer {
 
   void finish_inner_reductions() {
     for (size_t o = 0; o < k_.outputs.size(); ++o) {
-      if (!inner_reduced(o)) continue;
+      if (!folds_inner(o)) continue;
       fold_into_memory(o, address(out_maps_[o], true), acc_[o], acc_idx_[o]);
     }
   }
@@ -667,6 +735,8 @@ class Printer {
         return b_.CreateSelect(vals_[v.a], vals_[v.b], vals_[v.c]);
       case kir::VOp::Cast:
         return cast(vals_[v.a], k_.values[v.a].type, v.type);
+      case kir::VOp::Row:
+        return row_vals_[v.index];
     }
     return nullptr;
   }
@@ -1006,6 +1076,12 @@ class Printer {
   Value *I_ = nullptr, *F_ = nullptr, *P_ = nullptr;
   std::vector<Value*> ext_, ptrs_, out_ptrs_, idx_ptrs_, params_, idx_, vals_;
   std::vector<Value*> acc_, acc_next_, acc_idx_, acc_idx_next_;
+  // The row stage: whether it is being printed, each row output's per-row result, and per value
+  // whether the row stage or the rest needs it and whether it is hoisted out of the rest's
+  // innermost loop (the same for every element of a row).
+  bool row_stage_ = false;
+  std::vector<Value*> row_vals_;
+  std::vector<bool> need_row_, need_main_, hoist_;
   std::vector<Map> maps_, out_maps_;
   std::map<int, Value*> tile_bufs_;  // random leaf -> its tile of values (kernels of rank > 0)
   Value* tile_j_ = nullptr;          // set while emitting the body of a tiled loop

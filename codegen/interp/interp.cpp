@@ -122,9 +122,13 @@ struct Program {
   vm::MathMode mode;
   std::vector<int> slot;  // per value
   int slots = 0;
-  bool strips = false;  // inner reductions run in strips (compensated sums or random leaves)
+  bool strips[2] = {false, false};  // per stage (rest, row): inner reductions run in strips
   int64_t strip = 0;
   std::vector<bool> inner_reduced, compensated;  // per output
+  // The row stage (kernel_ir.hpp): whether there is one; per value, whether the row stage or the
+  // rest needs it.
+  bool row_stage = false;
+  std::vector<bool> need_row, need_main;
 };
 
 // 8 bytes of any element type, for accumulators.
@@ -166,6 +170,7 @@ class Frame {
     out_inner_.assign(no, 0);
     state_.resize(no);
     strip_.resize(no);
+    row_result_.resize(no);
     for (size_t l = 0; l < nl; ++l)
       if (r > 0) {
         int s = k_.leaves[l].inner_stride;
@@ -209,30 +214,47 @@ class Frame {
     for (size_t o = 0; o < k_.outputs.size(); ++o) out_row_[o] = base(k_.output_base(int(o)));
   }
 
-  // One row of the innermost dim: n elements (rank 0: one element).
+  // One row of the innermost dim: n elements (rank 0: one element). With a row stage, the row
+  // outputs' pass over the row comes first, then the rest's.
   void row(int64_t n) {
+    if (p_.row_stage) {
+      row_stage_ = true;
+      stage(n);
+      row_stage_ = false;
+    }
+    stage(n);
+  }
+
+  bool active(size_t o) const { return k_.outputs[o].row == row_stage_; }
+  bool folds_inner(size_t o) const { return active(o) && p_.inner_reduced[o]; }
+
+  void stage(int64_t n) {
     size_t no = k_.outputs.size();
+    const std::vector<bool>& need = row_stage_ ? p_.need_row : p_.need_main;
     for (size_t o = 0; o < no; ++o)
-      if (p_.inner_reduced[o]) state_[o] = identity(o);
-    int64_t step = p_.strips ? p_.strip : std::max<int64_t>(n, 1);
+      if (folds_inner(o)) state_[o] = identity(o);
+    bool strips = p_.strips[row_stage_ ? 1 : 0];
+    int64_t step = strips ? p_.strip : std::max<int64_t>(n, 1);
     // Without strips, the elements fold straight into the row's accumulators.
-    std::vector<RowAcc>& acc = p_.strips ? strip_ : state_;
+    std::vector<RowAcc>& acc = strips ? strip_ : state_;
     for (int64_t s0 = 0; s0 < n; s0 += step) {
-      if (p_.strips)
+      if (strips)
         for (size_t o = 0; o < no; ++o)
-          if (p_.inner_reduced[o]) strip_[o] = identity(o);
+          if (folds_inner(o)) strip_[o] = identity(o);
       int64_t end = std::min(n, s0 + step);
       for (int64_t t0 = s0; t0 < end; t0 += kTile) {
         int64_t m = std::min(kTile, end - t0);
-        for (size_t v = 0; v < k_.values.size(); ++v) eval(int(v), t0, m);
-        for (size_t o = 0; o < no; ++o) output(o, t0, m, acc[o]);
-      }
-      if (p_.strips)
+        for (size_t v = 0; v < k_.values.size(); ++v)
+          if (need[v]) eval(int(v), t0, m);
         for (size_t o = 0; o < no; ++o)
-          if (p_.inner_reduced[o]) fold_strip(o, state_[o], strip_[o]);
+          if (active(o)) output(o, t0, m, acc[o]);
+      }
+      if (strips)
+        for (size_t o = 0; o < no; ++o)
+          if (folds_inner(o)) fold_strip(o, state_[o], strip_[o]);
     }
     for (size_t o = 0; o < no; ++o)
-      if (p_.inner_reduced[o]) finish(o, state_[o]);
+      if (folds_inner(o)) finish(o, state_[o]);
   }
 
   RowAcc identity(size_t o) const {
@@ -317,6 +339,9 @@ class Frame {
           T c = state.comp.get<T>();
           if (std::fabs(c) < std::numeric_limits<T>::infinity()) s = s + c;
         }
+      // A row output's result for VOp::Row: the partial it folds into starts at the identity.
+      if (out.row)
+        row_result_[o].set(kir::reduce_fold(out.fn, kir::reduce_identity<T>(out.fn, out.type), s));
       T* mem = static_cast<T*>(P_[k_.output_pointer(int(o))]);
       int64_t e = out_row_[o];
       if (is_arg(o)) {
@@ -349,6 +374,13 @@ class Frame {
           const T *a = tile<T>(val.b), *b = tile<T>(val.c);
           T* y = tile<T>(v);
           for (int64_t j = 0; j < m; ++j) y[j] = c[j] ? a[j] : b[j];
+        });
+      case kir::VOp::Row:
+        return with_element_type(val.type, [&](auto z) {
+          using T = decltype(z);
+          T x = row_result_[val.index].get<T>();
+          T* y = tile<T>(v);
+          for (int64_t j = 0; j < m; ++j) y[j] = x;
         });
       case kir::VOp::Cast:
         return with_element_type(k_.values[val.a].type, [&](auto zf) {
@@ -587,6 +619,8 @@ class Frame {
   void* tiles_;
   std::vector<int64_t> leaf_row_, leaf_inner_, out_row_, out_inner_;
   std::vector<RowAcc> state_, strip_;  // per output: the row's and the strip's accumulators
+  std::vector<Cell> row_result_;       // per row output: the current row's result
+  bool row_stage_ = false;             // evaluating the row stage
 };
 
 Program prepare(const kir::Kernel& k, const vm::MathMode& mode) {
@@ -635,9 +669,22 @@ Program prepare(const kir::Kernel& k, const vm::MathMode& mode) {
     p.compensated.push_back(inner && is_float(out.type) &&
                             (out.fn == ReduceFn::Sum || out.fn == ReduceFn::Mean));
   }
-  bool any_compensated = false;
-  for (bool c : p.compensated) any_compensated = any_compensated || c;
-  p.strips = k.rank > 0 && (random || any_compensated);
+  // Strips per stage, as the printer's: each stage's loop is strip-mined when it has a
+  // compensated sum (or random leaves).
+  for (int row = 0; row < 2; ++row) {
+    bool any_compensated = false;
+    for (size_t o = 0; o < k.outputs.size(); ++o)
+      any_compensated = any_compensated || (p.compensated[o] && k.outputs[o].row == (row == 1));
+    p.strips[row] = k.rank > 0 && (random || any_compensated);
+  }
+  std::vector<bool> rows(k.outputs.size()), rest(k.outputs.size());
+  for (size_t o = 0; o < k.outputs.size(); ++o) {
+    rows[o] = k.outputs[o].row;
+    rest[o] = !rows[o];
+  }
+  p.row_stage = k.has_row_stage();
+  p.need_row = k.needed_by(rows);
+  p.need_main = k.needed_by(rest);
   p.strip = random ? kRandomStrip : kStrip;
   return p;
 }

@@ -380,6 +380,7 @@ Array norm(const Array& x, const std::string& ord, std::vector<int> axis = {},
 // ---- evaluation --------------------------------------------------------------------------------
 struct ComputeOptions {
   bool fuse = true;                 // false: every op its own kernel and task (--no-fuse)
+  bool row_fusion = true;           // false: reductions along rows stay their own kernels
   bool push_slices = true;          // false: views stay put, leaves make every element
   int threads = 0;                  // 0: KILN_THREADS or all cores
   std::ostream* ir = nullptr;       // IR after each pass + fusion summary (--emit-ir)

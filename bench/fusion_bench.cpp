@@ -209,5 +209,6 @@ BENCHMARK(BM_RowFusion)
     ->ArgNames({"n", "k", "chunk", "rows"})
     ->Args({1000000, 100, 100000, 1})
     ->Args({1000000, 100, 100000, 0})
+    ->Args({50000, 100, 5000, 1})  // the smoke run's
     ->UseRealTime()
     ->Unit(benchmark::kMillisecond);

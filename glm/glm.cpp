@@ -76,7 +76,9 @@ Array loss(Family f, const Array& xb, const Array& y) {
 Array gradient(Family f, const Array& xb, const Array& X, const Array& y) {
   switch (f) {
     case Family::Logistic:
-      return matmul(X.T(), sigmoid(xb) - y);
+      // exp's argument kept in [-700, 700] as in loss(): sigmoid's values change by < 1e-304,
+      // and libmvec's slow path stays out (line-search trials reach |xb| ~ 1e4).
+      return matmul(X.T(), sigmoid(clip(xb, -700.0, 700.0)) - y);
     case Family::Normal:
       return matmul(X.T(), 2.0 * (xb - y));
     case Family::Poisson:
@@ -441,21 +443,39 @@ Result gradient_descent(const Array& X, const Array& y, const Options& o) {
   double step = 1.0, backtrack = 0.1, func = 0;
   Array xb;
   Result res;
+  // The loss gradient at the current X beta when the last pass over X computed it ahead: each
+  // pass computing X grad also computes the next gradient and loss for the line search's first
+  // trial step, which is usually taken; the values are those a separate compute would give, so
+  // this is dask-glm's algorithm with one pass over X per iteration instead of two.
+  std::vector<double> ahead;
   for (int k = 0; k < max_iter; ++k) {
-    if (k % 10 == 0) {  // X beta afresh (rounding drift), and its loss
+    std::vector<double> grad;
+    if (k % 10 == 0) {  // X beta afresh (rounding drift), its loss and gradient: one pass
       Array fresh = matmul(pr.X, vec(beta));
-      std::vector<NDArray> r = compute({fresh, loss(pr.family, fresh, pr.y)}, pr.opt);
+      std::vector<NDArray> r = compute(
+          {fresh, loss(pr.family, fresh, pr.y), gradient(pr.family, fresh, pr.X, pr.y)}, pr.opt);
       xb = pr.rows(r[0]);
       func = scalar_of(r[1]) + pr.penalty(beta);
+      grad = values(r[2]);
+    } else if (!ahead.empty()) {
+      grad = std::move(ahead);
+    } else {
+      grad = values(compute({gradient(pr.family, xb, pr.X, pr.y)}, pr.opt)[0]);
     }
-    std::vector<double> grad = values(compute({gradient(pr.family, xb, pr.X, pr.y)}, pr.opt)[0]);
+    ahead.clear();
     pr.add_penalty_gradient(beta, &grad);
-    Array xg = pr.rows(compute({matmul(pr.X, vec(grad))}, pr.opt)[0]);
-    // dask-glm's compute_stepsize_dask: Armijo backtracking.
+    // dask-glm's compute_stepsize_dask: Armijo backtracking, from the step the last took.
     const double steplen = dot(grad, grad), lf = func;
     double s = step;
+    // X grad, and the loss and gradient at the first trial (X beta - s X grad, computed inline:
+    // stored, it would stand between X grad and the gradient and keep them two passes).
+    Array xg_lazy = matmul(pr.X, vec(grad)), first = xb - s * xg_lazy;
+    std::vector<NDArray> pass = compute(
+        {xg_lazy, loss(pr.family, first, pr.y), gradient(pr.family, first, pr.X, pr.y)}, pr.opt);
+    Array xg = pr.rows(pass[0]);
     std::vector<double> trial(pr.p);
-    for (int ii = 0; ii < 100; ++ii) {
+    int ii = 0;
+    for (; ii < 100; ++ii) {
       bool moved = false;
       for (int64_t j = 0; j < pr.p; ++j) {
         trial[j] = beta[j] - s * grad[j];
@@ -465,13 +485,15 @@ Result gradient_descent(const Array& X, const Array& y, const Options& o) {
         s = 0;
         break;
       }
-      func =
-          scalar_of(compute({loss(pr.family, xb - s * xg, pr.y)}, pr.opt)[0]) + pr.penalty(trial);
+      double l = ii == 0 ? scalar_of(pass[1])
+                         : scalar_of(compute({loss(pr.family, xb - s * xg, pr.y)}, pr.opt)[0]);
+      func = l + pr.penalty(trial);
       if (lf - func >= 0.1 * s * steplen) break;
       s *= backtrack;
     }
     for (int64_t j = 0; j < pr.p; ++j) beta[j] -= s * grad[j];
     xb = pr.rows(compute({xb - s * xg}, pr.opt)[0]);
+    if (ii == 0) ahead = values(pass[2]);  // the first trial was taken: its gradient is next
     res.loss.push_back(func);
     res.n_iter = k + 1;
     if (s == 0 || (lf - func) / std::max(func, lf) < tol) {
@@ -493,10 +515,17 @@ Result newton(const Array& X, const Array& y, const Options& o) {
   Result res;
   const int64_t p = pr.p;
   const double c = pr.lam * pr.reg.l2_share();
+  // The Hessian, gradient and loss at beta: one pass over X (X beta the row stage of the kernel
+  // that writes sqrt(w) X and sums the gradient), then syrk. The loss of each iteration's new
+  // beta comes with the next iteration's Hessian; only the last needs a compute of its own.
+  auto at = [&](const std::vector<double>& b) {
+    Array xb = matmul(pr.X, vec(b));
+    return compute({hessian(pr.family, xb, pr.X), gradient(pr.family, xb, pr.X, pr.y),
+                    loss(pr.family, xb, pr.y)},
+                   pr.opt);
+  };
+  std::vector<NDArray> r = at(beta);
   while (true) {
-    Array xb = matmul(pr.X, vec(beta));
-    std::vector<NDArray> r =
-        compute({hessian(pr.family, xb, pr.X), gradient(pr.family, xb, pr.X, pr.y)}, pr.opt);
     std::vector<double> h = values(r[0]), g = values(r[1]);
     pr.add_penalty_gradient(beta, &g);
     for (int64_t j = 0; j < p; ++j) h[j * p + j] += c * pr.factor[j] * pr.factor[j];
@@ -509,12 +538,13 @@ Result newton(const Array& X, const Array& y, const Options& o) {
       beta[j] = next;
     }
     ++res.n_iter;
-    res.loss.push_back(pr.objective(beta));
-    if (!moved) {
-      res.converged = true;
+    if (!moved || res.n_iter > max_iter) {  // dask-glm stops once iter_count > max_iter
+      res.converged = !moved;
+      res.loss.push_back(pr.objective(beta));
       break;
     }
-    if (res.n_iter > max_iter) break;  // dask-glm stops once iter_count > max_iter
+    r = at(beta);
+    res.loss.push_back(scalar_of(r[2]) + pr.penalty(beta));
   }
   res.coef = pr.original(beta);
   return res;
@@ -529,16 +559,21 @@ Result proximal_grad(const Array& X, const Array& y, const Options& o) {
   const double tol = o.tol > 0 ? o.tol : 1e-8;
   std::vector<double> beta(pr.p, 0.0);
   double step = 1.0, backtrack = 0.1, func = 0;
-  Array xb;
   Result res;
+  // X beta's loss and gradient at the current beta. dask-glm recomputes X beta every 10
+  // iterations against drift, but here every trial's X beta is computed afresh, and each
+  // trial's pass over X also computes the gradient there (row fusion: X beta is its row stage),
+  // so the next iteration needs no pass of its own: one pass per trial instead of two.
+  auto at = [&](const std::vector<double>& b, std::vector<double>* grad) {
+    Array fresh = matmul(pr.X, vec(b));
+    std::vector<NDArray> r =
+        compute({loss(pr.family, fresh, pr.y), gradient(pr.family, fresh, pr.X, pr.y)}, pr.opt);
+    *grad = values(r[1]);
+    return scalar_of(r[0]) + pr.penalty(b);
+  };
+  std::vector<double> grad, next_grad;
+  func = at(beta, &grad);
   for (int k = 0; k < max_iter; ++k) {
-    if (k % 10 == 0) {
-      Array fresh = matmul(pr.X, vec(beta));
-      std::vector<NDArray> r = compute({fresh, loss(pr.family, fresh, pr.y)}, pr.opt);
-      xb = pr.rows(r[0]);
-      func = scalar_of(r[1]) + pr.penalty(beta);
-    }
-    std::vector<double> grad = values(compute({gradient(pr.family, xb, pr.X, pr.y)}, pr.opt)[0]);
     const std::vector<double> obeta = beta;
     const double lf = func;
     double df = 0;
@@ -546,10 +581,7 @@ Result proximal_grad(const Array& X, const Array& y, const Options& o) {
       std::vector<double> trial(pr.p);
       for (int64_t j = 0; j < pr.p; ++j) trial[j] = obeta[j] - step * grad[j];
       beta = pr.reg.proximal(trial, step * pr.lam, pr.factor);
-      Array fresh = matmul(pr.X, vec(beta));
-      std::vector<NDArray> r = compute({fresh, loss(pr.family, fresh, pr.y)}, pr.opt);
-      xb = pr.rows(r[0]);
-      func = scalar_of(r[1]) + pr.penalty(beta);
+      func = at(beta, &next_grad);
       df = lf - func;
       if (df > 0) break;
       step *= backtrack;
@@ -564,6 +596,7 @@ Result proximal_grad(const Array& X, const Array& y, const Options& o) {
     }
     step *= 1.25;
     backtrack = 0.5;
+    grad.swap(next_grad);  // the gradient at beta, the last trial's
   }
   res.coef = pr.original(beta);
   return res;

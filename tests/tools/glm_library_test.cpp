@@ -176,7 +176,7 @@ TEST(Glm, LaterFitsCompileAndPlanNothing) {
   Stats after = stats();
   EXPECT_EQ(after.kernels_compiled, before.kernels_compiled);
   EXPECT_EQ(after.plans_built, before.plans_built);
-  EXPECT_GT(after.plan_cache_hits - before.plan_cache_hits, 3 * again.n_iter);
+  EXPECT_GE(after.plan_cache_hits - before.plan_cache_hits, 2 * again.n_iter);
   // Every solver: a short fit plans and compiles what it needs, a longer one nothing more (ADMM:
   // every round of the chunks' local solves is one plan, the same in every iteration).
   for (const char* solver : {"newton", "lbfgs", "proximal_grad", "admm"}) {

@@ -38,8 +38,9 @@ TEST(Workloads, LogisticGradientDescentMatchesNumPy) {
     EXPECT_NEAR(r.loss.back(), want.at(p), 1e-9 * std::fabs(want.at(p))) << fuse;
     for (int64_t j = 0; j < p; ++j)
       EXPECT_NEAR(r.coef[j], want.at(j), 1e-8 * (1 + std::fabs(want.at(j)))) << fuse << " " << j;
-    // the gradient, X grad, X beta and the line search's losses
-    EXPECT_GT(after.computes - before.computes, 3 * 15);
+    // Per iteration: X grad with the first trial's loss and gradient, X beta, and the line
+    // search's further losses (the gradient needs a compute of its own only after a backtrack).
+    EXPECT_GE(after.computes - before.computes, 2 * 15);
     EXPECT_GT(after.tasks - before.tasks, after.computes - before.computes);
   }
 }

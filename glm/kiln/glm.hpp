@@ -80,6 +80,11 @@ struct Result {
   bool converged = false;    // false: stopped by max_iter (or, for the line searches, no progress)
 };
 
+// dask-glm's gradient_descent, newton and proximal_grad, step for step. Each reads X once per
+// iteration where the algorithm allows (row fusion puts X b in the kernel that reads it back):
+// gradient_descent computes X grad with the loss and gradient at the line search's first trial
+// step (used when that step is taken, as it usually is), proximal_grad each trial's X beta with
+// its gradient, newton the loss of each iterate with the next Hessian and gradient.
 Result gradient_descent(const Array& X, const Array& y, const Options& options = {});
 Result newton(const Array& X, const Array& y, const Options& options = {});
 Result proximal_grad(const Array& X, const Array& y, const Options& options = {});

@@ -69,6 +69,19 @@ TEST(Glm, SolversReproduceTheNumPyAlgorithmsForEveryFamily) {
   }
 }
 
+TEST(Glm, NewtonInCacheSizedRowBlocksMatchesNumPy) {
+  // 300 columns: newton's pass runs in blocks of 2^19 / 300 = 1747 rows, here smaller than X's
+  // one chunk of 2000 (and uneven: 1747 + 253).
+  auto r = kt::numpy({}, {"(lambda rng: np.hstack([rng.uniform(-1, 1, (2000, 299)) / 8, "
+                          "np.ones((2000, 1))]))(np.random.default_rng(11))",
+                          "(lambda rng: (rng.uniform(-1, 1, (2000, 299)).sum(axis=1) / 8 + "
+                          "rng.standard_normal(2000) > 0) * 1.0)(np.random.default_rng(11))"});
+  auto want = kt::numpy({{"X", r[0]}, {"y", r[1]}}, {reference("glm_newton(X, y, 'logistic')")});
+  glm::Result nt = glm::newton(kt::lazy(r[0], {2000, 300}), kt::lazy(r[1], {2000}));
+  expect_matches(nt, want[0], "newton 2000 x 300");
+  EXPECT_TRUE(nt.converged);
+}
+
 TEST(Glm, ProximalGradientWithEachPenalty) {
   Data d = make_data("logistic");
   Array X = kt::lazy(d.X, {500, 6}), y = kt::lazy(d.y, {500});

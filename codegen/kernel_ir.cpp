@@ -81,10 +81,10 @@ std::string Kernel::str() const {
   return os.str();
 }
 
-std::vector<bool> Kernel::needed_by(const std::vector<bool>& out_mask) const {
+std::vector<bool> Kernel::needed_by_stage(bool row) const {
   std::vector<bool> need(values.size(), false);
   for (size_t o = 0; o < outputs.size(); ++o) {
-    if (!out_mask[o]) continue;
+    if (outputs[o].row != row) continue;
     need[outputs[o].value] = true;
     if (outputs[o].index_value >= 0) need[outputs[o].index_value] = true;
   }

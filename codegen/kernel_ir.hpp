@@ -90,8 +90,9 @@ struct Kernel {
       if (o.row) return true;
     return false;
   }
-  // Per value: whether output `out` needs it (its value, its index value and their operands).
-  std::vector<bool> needed_by(const std::vector<bool>& out_mask) const;
+  // Per value: whether the row stage's outputs (row) or the others' need it (their values, index
+  // values and those values' operands).
+  std::vector<bool> needed_by_stage(bool row) const;
 
   std::string str() const;  // text form (KILN_DEBUG=3), also the cache key's source
   uint64_t hash() const;

@@ -284,7 +284,7 @@ Problem prepare(const char* solver, const Array& X0, const Array& y0, const Opti
   }
   if (o.normalize && pr.intercept < 0) std::fill(pr.mean.begin(), pr.mean.end(), 0.0);
   // dask-glm's (X - mean) / std, but multiplied by the reciprocal (at most 1 ulp apart): a
-  // division per element of X costs more than reading it (Zen 4: 53 -> 28 ms per lbfgs
+  // division per element of X costs more than reading it (Zen 4: 53 -> 38 ms per lbfgs
   // evaluation at 1e6 x 100). Without an intercept the mean is 0 and not subtracted.
   if (o.normalize) {
     std::vector<double> inv(pr.scale.size());

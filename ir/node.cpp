@@ -124,6 +124,23 @@ std::vector<int> Node::reduce_axes() const {
   return std::vector<int>(attrs.ints.begin() + 2, attrs.ints.end());
 }
 
+std::vector<int64_t> Node::result_strides() const {
+  Shape st = c_strides(shape);
+  std::vector<bool> reduced(in(0)->shape.size(), false);
+  for (int ax : reduce_axes()) reduced[ax] = true;
+  std::vector<int64_t> out;
+  size_t j = 0;
+  for (bool r : reduced) {
+    if (r) {
+      out.push_back(0);
+      if (keepdims()) ++j;
+    } else {
+      out.push_back(st[j++]);
+    }
+  }
+  return out;
+}
+
 namespace {
 
 uint64_t node_hash(const Node& n) {

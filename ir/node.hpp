@@ -68,6 +68,9 @@ struct Node {
   ReduceFn reduce_fn() const { return static_cast<ReduceFn>(attrs.ints[0]); }
   bool keepdims() const { return attrs.ints[1] != 0; }
   std::vector<int> reduce_axes() const;
+  // Reduce: per dim of its input (the reduction's domain), the stride of the result element that
+  // the input element folds into: the result's C-order strides, 0 on the reduced dims.
+  std::vector<int64_t> result_strides() const;
   ~Node();
 };
 

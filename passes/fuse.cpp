@@ -329,34 +329,13 @@ struct RowScan {
   std::set<const Node*> read;
 };
 
-// The strides, per domain dim, under which reduction r's result holds the element of domain
-// index i (reduced dims 0), as runtime/plan.cpp lays it out.
-std::vector<int64_t> result_strides(const Node& r, size_t rank) {
-  Shape st = c_strides(r.shape);
-  std::vector<int64_t> out;
-  uint32_t mask = 0;
-  for (int ax : r.reduce_axes()) mask |= 1u << ax;
-  size_t j = 0;
-  for (size_t d = 0; d < rank; ++d) {
-    if ((mask >> d) & 1u) {
-      out.push_back(0);
-      if (r.keepdims()) ++j;
-    } else {
-      out.push_back(st[j++]);
-    }
-  }
-  return out;
-}
-
 RowScan scan_rows(const FusedGraph& f, const Group& g, const std::set<const Node*>& targets) {
   RowScan sc;
   auto materialized = [&](const Node* x) { return f.producer.count(x) > 0; };
   std::set<const Node*> seen;
   std::vector<const Node*> stack;
   for (const auto& o : g.outputs) {
-    if (o.value != o.target) {
-      stack.push_back(o.value.get());
-    } else if (is_view(o.value->op)) {
+    if (o.value != o.target || is_view(o.value->op)) {  // computed, or a view chain to resolve
       stack.push_back(o.value.get());
     } else {
       for (const auto& in : o.value->inputs) stack.push_back(in.get());
@@ -385,7 +364,7 @@ RowScan scan_rows(const FusedGraph& f, const Group& g, const std::set<const Node
       bool row =
           r.op == Op::Reduce && rank > 0 && vb->map.offset == 0 && vb->map.strides.size() == rank;
       if (row) {
-        std::vector<int64_t> want = result_strides(r, rank);
+        std::vector<int64_t> want = r.result_strides();
         for (size_t d = 0; d + 1 < rank; ++d) row = row && vb->map.strides[d] == want[d];
         row = row && (vb->map.strides[rank - 1] == 0 || g.domain[rank - 1] == 1);
       }

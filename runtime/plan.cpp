@@ -406,20 +406,11 @@ class PlanBuilder {
         r.fn = go.target->reduce_fn();
         r.acc = g.lowered.kernel.outputs[o].type;
         r.out = go.target->dtype;
-        // Result strides per domain dim: reduced dims vanish (or are 1 with keepdims).
-        Shape st = c_strides(go.target->shape);
+        // Result strides per domain dim (0 on the reduced dims), and the elements per result.
+        r.out_strides = go.target->result_strides();
         uint32_t mask = g.lowered.kernel.outputs[o].reduced_mask;
-        size_t j = 0;
-        for (size_t d = 0; d < grp.domain.size(); ++d) {
-          bool reduced = (mask >> d) & 1u;
-          if (reduced) {
-            r.count *= grp.domain[d];
-            r.out_strides.push_back(0);
-            if (go.target->keepdims()) ++j;
-          } else {
-            r.out_strides.push_back(st[j++]);
-          }
-        }
+        for (size_t d = 0; d < grp.domain.size(); ++d)
+          if ((mask >> d) & 1u) r.count *= grp.domain[d];
         g.output_arrays.push_back(static_cast<int>(p_.reduces.size()));
         p_.reduces.push_back(std::move(r));
       }

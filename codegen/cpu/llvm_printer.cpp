@@ -112,13 +112,8 @@ class Printer {
   // results, memory and iota leaves of inner stride 0. Integer powers are not hoisted (their
   // helper may record an error, which an empty row must not raise).
   void plan_stages() {
-    std::vector<bool> rows(k_.outputs.size()), rest(k_.outputs.size());
-    for (size_t o = 0; o < k_.outputs.size(); ++o) {
-      rows[o] = k_.outputs[o].row;
-      rest[o] = !rows[o];
-    }
-    need_row_ = k_.needed_by(rows);
-    need_main_ = k_.needed_by(rest);
+    need_row_ = k_.needed_by_stage(true);
+    need_main_ = k_.needed_by_stage(false);
     hoist_.assign(k_.values.size(), false);
     // Kernels with random leaves keep their tiled loop as it is (and have no row stage).
     for (const auto& l : k_.leaves)
@@ -239,10 +234,8 @@ class Printer {
       row_stage_ = true;
       inner_loop(d);
       row_stage_ = false;
-      // Each row output's result as its partial holds it (folded into the identity).
       for (size_t o = 0; o < k_.outputs.size(); ++o)
-        if (k_.outputs[o].row)
-          row_vals_[o] = combine(k_.outputs[o], identity(k_.outputs[o]), acc_[o]);
+        if (k_.outputs[o].row) row_vals_[o] = row_result(o);
     }
     idx_[d] = b_.getInt64(0);
     for (size_t v = 0; v < k_.values.size(); ++v)
@@ -277,13 +270,10 @@ class Printer {
           row_stage_ = true;
           inner_loop(in);
           row_stage_ = false;
-          // Each row output's result as its partial holds it (folded into the identity).
           for (size_t o = 0; o < k_.outputs.size(); ++o)
             if (k_.outputs[o].row) {
-              const kir::Output& out = k_.outputs[o];
-              Value* r = combine(out, identity(out), acc_[o]);
-              b_.CreateStore(to_mem(r, out.type),
-                             b_.CreateGEP(mem_type(out.type), row_bufs_[o], i));
+              DType t = k_.outputs[o].type;
+              b_.CreateStore(to_mem(row_result(o), t), b_.CreateGEP(mem_type(t), row_bufs_[o], i));
             }
         });
       simple_loop("rowvals", m, {},
@@ -314,6 +304,13 @@ class Printer {
         inner_loop(in);
       });
     });
+  }
+
+  // Row output o's result for VOp::Row after its row stage: the value its partial holds, the
+  // row's accumulator folded into the identity.
+  Value* row_result(size_t o) {
+    const kir::Output& out = k_.outputs[o];
+    return combine(out, identity(out), acc_[o]);
   }
 
   // The innermost loop over the active stage's outputs (all of them without a row stage).

@@ -677,14 +677,9 @@ Program prepare(const kir::Kernel& k, const vm::MathMode& mode) {
       any_compensated = any_compensated || (p.compensated[o] && k.outputs[o].row == (row == 1));
     p.strips[row] = k.rank > 0 && (random || any_compensated);
   }
-  std::vector<bool> rows(k.outputs.size()), rest(k.outputs.size());
-  for (size_t o = 0; o < k.outputs.size(); ++o) {
-    rows[o] = k.outputs[o].row;
-    rest[o] = !rows[o];
-  }
   p.row_stage = k.has_row_stage();
-  p.need_row = k.needed_by(rows);
-  p.need_main = k.needed_by(rest);
+  p.need_row = k.needed_by_stage(true);
+  p.need_main = k.needed_by_stage(false);
   p.strip = random ? kRandomStrip : kStrip;
   return p;
 }

@@ -2,6 +2,7 @@
 #include "codegen/backend.hpp"
 
 #include "codegen/cpu/jit.hpp"
+#include "codegen/cuda/cuda_backend.hpp"
 #include "codegen/interp/interp.hpp"
 #include "support/error.hpp"
 
@@ -17,6 +18,14 @@ Backend& backend_for(Device d) {
     case Device::Interp: {
       static Backend* interp = interp::make_backend(cpu::math_mode).release();
       return *interp;
+    }
+    case Device::CudaEmu: {
+      static Backend* emu = cuda::make_emu_backend().release();
+      return *emu;
+    }
+    case Device::Cuda: {
+      static Backend* gpu = cuda::make_device_backend().release();  // throws without a GPU
+      return *gpu;
     }
     case Device::Default:
       break;

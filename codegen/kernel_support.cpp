@@ -32,6 +32,10 @@ namespace kiln::kir {
 std::string take_kernel_error() {
   if (!t_negative_int_power) return "";
   t_negative_int_power = false;
+  return negative_power_message();
+}
+
+const char* negative_power_message() {
   return "power: integers to negative integer powers are not allowed (an element of the integer "
          "exponent array is negative; use a float base or exponent)";
 }

@@ -18,5 +18,7 @@ namespace kiln::kir {
 // The run-time error the kernels run on this thread since the last call raised, or "" (then
 // nothing happened). Clears it. Backends call it after each launch and throw it as kiln::Error.
 std::string take_kernel_error();
+// Its text for a negative integer power (also raised by device kernels through their status).
+const char* negative_power_message();
 
 }  // namespace kiln::kir

@@ -167,7 +167,7 @@ std::string device_target(Device d) { return backend::backend_for(d).target(); }
 
 Stats stats() {
   Stats s = t_last;
-  for (Device d : {Device::Cpu, Device::Interp}) {
+  for (Device d : {Device::Cpu, Device::Interp, Device::CudaEmu}) {
     backend::CompileStats c = backend::backend_for(d).stats();
     s.kernels_compiled += c.compiled;
     s.kernels_from_disk += c.disk_hits;

@@ -366,10 +366,11 @@ class PlanBuilder {
       g.compile_start_s = since();
       if (dump_ || flags().debug >= 3) {
         backend::KernelDumps dumps;
-        g.kernel = be_.compile(g.lowered.kernel, flags().debug >= 4 ? &dumps : nullptr);
+        bool printed = dump_ || flags().debug >= 4;
+        g.kernel = be_.compile(g.lowered.kernel, printed ? &dumps : nullptr);
         std::ostream& os = dump_ ? *dump_ : std::cerr;
         os << "kernel " << gi << ":\n" << g.lowered.kernel.str();
-        if (flags().debug >= 4) os << dumps.printed;
+        if (printed) os << dumps.printed;
         if (flags().debug >= 5 && !dumps.optimized.empty())
           os << "; optimized\n" << dumps.optimized;
       } else {

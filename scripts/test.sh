@@ -6,7 +6,8 @@
 # (KILN_TARGET_CPU: x86-64-v3, AVX2, on AVX-512 hosts; x86-64-v2, SSE4, on AVX2 hosts), so both
 # libmvec variants and both code paths are tested on one host; and once more on the reference
 # interpreter (KILN_DEVICE=interp: every compute() of the suite evaluated without the JIT, against
-# the same NumPy expectations).
+# the same NumPy expectations); and once more on cuda-emu (the CUDA printer's kernels compiled as
+# host C++, and by NVRTC for sm_80 and sm_90 where the CUDA toolkit is installed).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
@@ -27,4 +28,12 @@ if [ "$preset" = release ]; then
   fi
   echo "test.sh: the suite again on the interpreter (KILN_DEVICE=interp)"
   KILN_DEVICE=interp ctest --preset release
+  # The CUDA printer's kernels as host C++; where the CUDA toolkit is installed, each kernel's
+  # GPU build is also compiled by NVRTC for sm_80 and sm_90.
+  check=""
+  if compgen -G "/usr/local/cuda/lib64/libnvrtc.so*" >/dev/null || ldconfig -p | grep -q libnvrtc; then
+    check="80,90"
+  fi
+  echo "test.sh: the suite again on cuda-emu (KILN_DEVICE=cuda-emu, KILN_CUDA_CHECK=${check:-none: no NVRTC})"
+  KILN_DEVICE=cuda-emu KILN_CUDA_CHECK="$check" ctest --preset release
 fi

@@ -13,6 +13,10 @@ const char* device_name(Device d) {
       return "cpu";
     case Device::Interp:
       return "interp";
+    case Device::CudaEmu:
+      return "cuda-emu";
+    case Device::Cuda:
+      return "cuda";
   }
   return "?";
 }
@@ -20,7 +24,9 @@ const char* device_name(Device d) {
 Device device_from_name(const std::string& name, const std::string& what) {
   if (name == "cpu") return Device::Cpu;
   if (name == "interp") return Device::Interp;
-  throw Error(what + ": unknown device '" + name + "' (devices: cpu, interp)");
+  if (name == "cuda-emu") return Device::CudaEmu;
+  if (name == "cuda") return Device::Cuda;
+  throw Error(what + ": unknown device '" + name + "' (devices: cpu, interp, cuda-emu, cuda)");
 }
 
 Device resolve_device(Device d) {

@@ -21,8 +21,12 @@
 // | KILN_NO_BLOCK_POOL=1 | no_block_pool | free every block at once instead of keeping freed |
 // |                   |              | large blocks for reuse (runtime/memory.cpp)               |
 // | KILN_DEVICE=D     | device       | where compute() runs when ComputeOptions::device is       |
-// |                   |              | Default: cpu (LLVM kernels) or interp (the reference      |
-// |                   |              | interpreter, for tests; slow)                             |
+// |                   |              | Default: cpu (LLVM kernels), interp (the reference        |
+// |                   |              | interpreter, for tests; slow), cuda-emu (printed CUDA     |
+// |                   |              | compiled as host C++) or cuda (a GPU)                     |
+// | KILN_CUDA_CHECK=A | cuda_check   | cuda-emu also compiles each kernel's GPU source with NVRTC|
+// |                   |              | for these architectures ("80,90"); a failure is an error  |
+// | KILN_EMU_CXX=C    | emu_cxx      | the host compiler cuda-emu runs (default c++)             |
 // | KILN_CACHE_DIR=D  | cache_dir    | on-disk kernel object cache ("" disables; default         |
 // |                   |              | $XDG_CACHE_HOME/kiln or ~/.cache/kiln)                    |
 #pragma once
@@ -43,7 +47,9 @@ struct Flags {
   int64_t fail_alloc_above = 0;  // bytes
   bool no_block_pool = false;
   std::string cache_dir;
-  std::string device;  // "" (cpu), "cpu" or "interp"; checked when used (support/device.hpp)
+  std::string device;      // "" (cpu), "cpu", "interp", ...; checked when used (support/device.hpp)
+  std::string cuda_check;  // "80,90": NVRTC architectures cuda-emu also compiles for
+  std::string emu_cxx = "c++";
 };
 
 // The process's flags; mutable so tools and tests can change them (not while computing).

@@ -380,8 +380,9 @@ int kiln_main(int argc, char** argv) {
     }
   };
   run->add_option("--device", device,
-                  "cpu (compiled kernels, the default) or interp (the reference interpreter: "
-                  "slow; for checking results)")
+                  "cpu (compiled kernels, the default), interp (the reference interpreter: "
+                  "slow; for checking results), cuda-emu (the CUDA kernels compiled as host C++, "
+                  "run serially: for checking them without a GPU) or cuda (a GPU)")
       ->check(device_check);
   auto* list = app.add_subcommand("list", "list the workloads");
   auto* report = app.add_subcommand("report", "render a --trace file as an SVG task stream");

@@ -384,7 +384,7 @@ struct ComputeOptions {
   bool push_slices = true;          // false: views stay put, leaves make every element
   int threads = 0;                  // 0: KILN_THREADS or all cores
   std::ostream* ir = nullptr;       // IR after each pass + fusion summary (--emit-ir)
-  std::ostream* kernels = nullptr;  // kernel IR of newly planned kernels
+  std::ostream* kernels = nullptr;  // newly planned kernels: kernel IR, then the printed code
   std::string dot_file;             // fused graph as Graphviz (--emit-dot)
   std::string trace_file;           // task stream in Chrome trace format (--trace)
   bool progress = true;             // progress bar on stderr (terminals only) after ~1 s

@@ -1,8 +1,11 @@
-// Every kernel IR op on both host backends: the LLVM kernels (--device cpu) and the reference
-// interpreter (--device interp) must agree bit for bit on every element-wise op and dtype pair,
-// over NaN, infinities, signed zeros, subnormals and the integers' extremes; and both must give
-// the values docs/KERNEL_IR.md defines (the hand-computed rows below). Reductions: exact ones bit
-// for bit, float sums and products within rounding error (docs/KERNEL_IR.md §8.6).
+// Every kernel IR op on every backend this machine has: the LLVM kernels (--device cpu), the
+// reference interpreter (--device interp) and the CUDA printer's kernels compiled as host C++
+// (--device cuda-emu) must agree bit for bit on every element-wise op and dtype pair, over NaN,
+// infinities, signed zeros, subnormals and the integers' extremes; and all must give the values
+// docs/KERNEL_IR.md defines (the hand-computed rows below). Reductions: exact ones bit for bit,
+// float sums and products within rounding error (docs/KERNEL_IR.md §8.6). Transcendental
+// functions: cuda-emu calls the host's libm, so it agrees bit for bit with the others in precise
+// mode (KILN_PRECISE_MATH, glibc's functions) only; libmvec's variants differ by a few ulp.
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -146,10 +149,23 @@ std::string element(const NDArray& a, int64_t e) {
          << element(got, first) << ", cpu " << element(want, first);
 }
 
-// Computes the outputs on both backends and compares them bit for bit.
-void expect_backends_agree(const std::vector<Array>& outs, const std::vector<std::string>& names) {
+// Computes the outputs on every backend and compares them bit for bit; cuda-emu's only where
+// `emu_exact` says (all when it is empty).
+void expect_backends_agree(const std::vector<Array>& outs, const std::vector<std::string>& names,
+                           const std::vector<bool>& emu_exact = {}) {
   std::vector<NDArray> cpu = on(Device::Cpu, outs), interp = on(Device::Interp, outs);
-  for (size_t k = 0; k < outs.size(); ++k) EXPECT_TRUE(identical(interp[k], cpu[k])) << names[k];
+  std::vector<NDArray> emu = on(Device::CudaEmu, outs);
+  for (size_t k = 0; k < outs.size(); ++k) {
+    EXPECT_TRUE(identical(interp[k], cpu[k])) << names[k];
+    if (emu_exact.empty() || emu_exact[k])
+      EXPECT_TRUE(identical(emu[k], interp[k])) << names[k] << " (cuda-emu against interp)";
+  }
+}
+
+bool transcendental(UnaryFn f) {
+  return f != UnaryFn::Neg && f != UnaryFn::Abs && f != UnaryFn::Sqrt && f != UnaryFn::Floor &&
+         f != UnaryFn::Ceil && f != UnaryFn::Round && f != UnaryFn::Sign && f != UnaryFn::IsNan &&
+         f != UnaryFn::IsFinite && f != UnaryFn::Not && f != UnaryFn::Invert;
 }
 
 }  // namespace
@@ -164,17 +180,19 @@ TEST(OpsTable, EveryUnaryOpAndDtypeAgreesBitForBit) {
       Array wide = (a * Array(ones({1, 40}, {}, t))).T();
       std::vector<Array> outs;
       std::vector<std::string> names;
+      std::vector<bool> emu_exact;
       for (int f = 0; f < kNumUnaryFns; ++f) {
         for (const Array& in : {a, wide}) {
           try {
             outs.push_back(unary(UnaryFn(f), in));
             names.push_back(std::string(unary_name(UnaryFn(f))) + "(" + dtype_name(t) + ")" +
                             (precise ? " precise" : ""));
+            emu_exact.push_back(precise || !transcendental(UnaryFn(f)));
           } catch (const Error&) {  // refused for this dtype by the frontend, as by NumPy
           }
         }
       }
-      expect_backends_agree(outs, names);
+      expect_backends_agree(outs, names, emu_exact);
     }
   }
   flags().precise_math = false;
@@ -187,6 +205,7 @@ TEST(OpsTable, EveryBinaryOpAndDtypePairAgreesBitForBit) {
       Array a = kt::lazy(x, {5, 1}), b = kt::lazy(y, {1, 9});
       std::vector<Array> outs;
       std::vector<std::string> names;
+      std::vector<bool> emu_exact;
       for (int f = 0; f < kNumBinaryFns; ++f) {
         auto fn = BinaryFn(f);
         Array r;
@@ -199,13 +218,15 @@ TEST(OpsTable, EveryBinaryOpAndDtypePairAgreesBitForBit) {
           // Negative integer exponents are an error on both backends; then the others' values.
           EXPECT_THROW(on(Device::Interp, {r}), Error);
           EXPECT_THROW(on(Device::Cpu, {r}), Error);
+          EXPECT_THROW(on(Device::CudaEmu, {r}), Error);
           r = binary(fn, a, maximum(b, Scalar(0)));
         }
         outs.push_back(r);
         names.push_back(std::string(binary_name(fn)) + "(" + dtype_name(ta) + ", " +
                         dtype_name(tb) + ")");
+        emu_exact.push_back(fn != BinaryFn::Pow || !is_float(r.dtype()));  // libmvec's pow
       }
-      expect_backends_agree(outs, names);
+      expect_backends_agree(outs, names, emu_exact);
     }
   }
 }
@@ -271,9 +292,13 @@ TEST(OpsTable, FloatSumsAndProductsAgreeWithinRounding) {
                                a.mean({1}), a.mean(),       (a * 0.5 + 1.0).prod({1}),
                                a.var({1}),  exp(a).sum({1})};
     std::vector<NDArray> cpu = on(Device::Cpu, outs), interp = on(Device::Interp, outs);
-    for (size_t k = 0; k < outs.size(); ++k)
-      EXPECT_TRUE(kt::same(interp[k], cpu[k], t == DType::Float32 ? 1e-5 : 1e-12))
-          << "output " << k;
+    std::vector<NDArray> emu = on(Device::CudaEmu, outs);
+    double tol = t == DType::Float32 ? 1e-5 : 1e-12;
+    for (size_t k = 0; k < outs.size(); ++k) {
+      EXPECT_TRUE(kt::same(interp[k], cpu[k], tol)) << "output " << k;
+      EXPECT_TRUE(kt::same(emu[k], interp[k], k == 7 && t == DType::Float64 ? 1e-11 : tol))
+          << "cuda-emu, output " << k;
+    }
   }
 }
 
@@ -285,6 +310,11 @@ TEST(OpsTable, RandomGeneratorsAgreeBitForBit) {
   Array i = g.integers(-5, 1000000007, {400, 500}, {150, 333});
   expect_backends_agree({n, u, i, n.astype(DType::Float32), (u * n).sum({1}) * 0 + u.max({1})},
                         {"normal", "uniform", "integers", "normal float32", "max of uniform"});
+  // The same arrays made by whole-block reductions (the GPU's tree of per-thread partials).
+  std::vector<NDArray> emu = on(Device::CudaEmu, {n.max(), u.argmin(), i.min(), n.sum()});
+  std::vector<NDArray> interp = on(Device::Interp, {n.max(), u.argmin(), i.min(), n.sum()});
+  for (int k = 0; k < 3; ++k) EXPECT_TRUE(identical(emu[k], interp[k])) << "reduction " << k;
+  EXPECT_TRUE(kt::same(emu[3], interp[3], 1e-12));
 }
 
 TEST(OpsTable, LegalizeLeavesOnlyPrimitivesForThePrinters) {
@@ -367,7 +397,7 @@ TEST(OpsTable, BothBackendsComputeTheDocumentedValues) {
       {isfinite(f(15)), 0, 0, "isfinite(-inf) is false"},
       {logical_not(f(8)), 0, 1, "logical_not(-0.0) is true"},
   };
-  for (Device d : {Device::Cpu, Device::Interp}) {
+  for (Device d : {Device::Cpu, Device::Interp, Device::CudaEmu}) {
     for (const Row& r : rows) {
       NDArray got = on(d, {r.expr})[0];
       std::string where = std::string(r.what) + " on " + device_name(d);

@@ -52,10 +52,11 @@ TEST(Layering, IncludesPointDownOnly) {
         if (folder == "glm" && top(inc) != "kiln")
           bad.push_back(rel + " includes " + inc + " (glm/ uses the public API, kiln/, only)");
         if (it->second > layer) bad.push_back(rel + " includes " + inc + " (a layer above)");
-        if (folder == "runtime" && (starts(inc, "codegen/cpu/") || starts(inc, "codegen/interp/")))
+        if (folder == "runtime" && (starts(inc, "codegen/cpu/") || starts(inc, "codegen/interp/") ||
+                                    starts(inc, "codegen/cuda/")))
           bad.push_back(rel + " includes " + inc +
                         " (a backend's folder: use codegen/backend.hpp)");
-        for (const char* b : {"codegen/cpu/", "codegen/interp/"}) {
+        for (const char* b : {"codegen/cpu/", "codegen/interp/", "codegen/cuda/"}) {
           bool own = starts(rel, b);
           bool registry = rel == "codegen/backend.cpp";
           if (starts(inc, b) && !own && !registry && folder == "codegen")

@@ -1,0 +1,20 @@
+// The backends of codegen/cuda behind codegen/backend.hpp: cuda-emu (emu.cpp) and the GPU
+// (device.cpp). Neither needs CUDA headers or libraries to build: NVRTC and the driver are
+// loaded at run time.
+#pragma once
+#include <memory>
+#include <string>
+
+#include "codegen/backend.hpp"
+
+namespace kiln::cuda {
+
+std::unique_ptr<backend::Backend> make_emu_backend();
+
+// Throws kiln::Error saying why when there is no usable GPU (no driver, no device).
+std::unique_ptr<backend::Backend> make_device_backend();
+
+// Whether a CUDA driver with at least one device can be loaded; if not, why.
+bool cuda_device_present(std::string* why);
+
+}  // namespace kiln::cuda

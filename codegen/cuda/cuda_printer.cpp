@@ -1,0 +1,798 @@
+// The CUDA printer (cuda_printer.hpp). Element semantics follow docs/KERNEL_IR.md and the
+// interpreter (codegen/interp/interp.cpp), whose names the prelude's helpers share; where the
+// interpreter folds a row in strips, the printed row loops do the same steps in the same order.
+#include "codegen/cuda/cuda_printer.hpp"
+
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+
+#include "support/error.hpp"
+
+namespace kiln::cuda {
+
+namespace {
+
+constexpr int64_t kStrip = 1024;       // the interpreter's strips of inner float sums
+constexpr int64_t kRandomStrip = 256;  // ... in kernels with random leaves
+
+const char* ctype(DType t) {
+  switch (t) {
+    case DType::Bool:
+      return "kiln_u8";
+    case DType::Int32:
+      return "kiln_i32";
+    case DType::Int64:
+      return "kiln_i64";
+    case DType::Float32:
+      return "float";
+    case DType::Float64:
+      return "double";
+  }
+  return "?";
+}
+
+std::string hex_u64(uint64_t x) {
+  char b[32];
+  std::snprintf(b, sizeof b, "0x%llxull", static_cast<unsigned long long>(x));
+  return b;
+}
+
+// A double exactly: a hex literal, or its bits where it is not finite.
+std::string f64_literal(double f) {
+  if (!std::isfinite(f)) {
+    uint64_t bits;
+    std::memcpy(&bits, &f, sizeof bits);
+    return "kiln_f64_from_bits(" + hex_u64(bits) + ")";
+  }
+  char b[48];
+  std::snprintf(b, sizeof b, "%a", f);
+  return b;
+}
+
+std::string literal(DType t, double f, int64_t i) {
+  switch (t) {
+    case DType::Float64:
+      return f64_literal(f);
+    case DType::Float32:
+      return "(float)" + f64_literal(f);
+    case DType::Bool:
+      return i != 0 ? "(kiln_u8)1" : "(kiln_u8)0";
+    case DType::Int32:
+      return "(kiln_i32)(kiln_i64)" + hex_u64(static_cast<uint64_t>(i));
+    case DType::Int64:
+      return "(kiln_i64)" + hex_u64(static_cast<uint64_t>(i));
+  }
+  return "?";
+}
+
+std::string identity(const kir::Output& o) {
+  return literal(o.type, kir::reduce_identity_f(o.fn), kir::reduce_identity_i(o.fn, o.type));
+}
+
+const char* fold_fn(ReduceFn fn) {
+  switch (fn) {
+    case ReduceFn::Sum:
+    case ReduceFn::Mean:
+      return "kiln_fold_sum";
+    case ReduceFn::Prod:
+      return "kiln_fold_prod";
+    case ReduceFn::Min:
+      return "kiln_fold_min";
+    case ReduceFn::Max:
+      return "kiln_fold_max";
+    case ReduceFn::All:
+      return "kiln_fold_all";
+    case ReduceFn::Any:
+      return "kiln_fold_any";
+    case ReduceFn::ArgMin:
+    case ReduceFn::ArgMax:
+      break;
+  }
+  throw InternalError("cuda printer: argmin/argmax fold through kiln_arg_fold");
+}
+
+const char* math_name(UnaryFn f) {
+  switch (f) {
+    case UnaryFn::Exp:
+      return "exp";
+    case UnaryFn::Expm1:
+      return "expm1";
+    case UnaryFn::Log:
+      return "log";
+    case UnaryFn::Log1p:
+      return "log1p";
+    case UnaryFn::Sin:
+      return "sin";
+    case UnaryFn::Cos:
+      return "cos";
+    case UnaryFn::Tan:
+      return "tan";
+    case UnaryFn::Tanh:
+      return "tanh";
+    case UnaryFn::Arcsin:
+      return "asin";
+    case UnaryFn::Arccos:
+      return "acos";
+    case UnaryFn::Arctan:
+      return "atan";
+    case UnaryFn::Sqrt:
+      return "sqrt";
+    case UnaryFn::Floor:
+      return "floor";
+    case UnaryFn::Ceil:
+      return "ceil";
+    case UnaryFn::Round:
+      return "rint";  // half to even in the default rounding mode
+    case UnaryFn::Abs:
+      return "fabs";
+    default:
+      return nullptr;
+  }
+}
+
+// The C math function for a float type: sin / sinf.
+std::string math_call(const char* name, DType t) {
+  return std::string(name) + (t == DType::Float32 ? "f" : "");
+}
+
+class Printer {
+ public:
+  Printer(const kir::Kernel& k, Flavor flavor) : k_(k), flavor_(flavor) {
+    int r = k.rank;
+    for (const auto& l : k.leaves) {
+      random_ = random_ || l.kind == kir::LeafKind::Random;
+      normals_ = normals_ || (l.kind == kir::LeafKind::Random && l.random == RandomKind::Normal);
+    }
+    for (const auto& o : k.outputs) {
+      bool inner = o.reduce && r > 0 && ((o.reduced_mask >> (r - 1)) & 1u);
+      inner_reduced_.push_back(inner);
+      compensated_.push_back(o.reduce && is_float(o.type) &&
+                             (o.fn == ReduceFn::Sum || o.fn == ReduceFn::Mean));
+      inner_compensated_.push_back(inner && compensated_.back());
+    }
+    for (int row = 0; row < 2; ++row) {
+      bool any = false;
+      for (size_t o = 0; o < k.outputs.size(); ++o)
+        any = any || (inner_compensated_[o] && k.outputs[o].row == (row == 1));
+      strips_[row] = r > 0 && (random_ || any);
+    }
+    need_[0] = k.needed_by_stage(false);
+    need_[1] = k.needed_by_stage(true);
+    shape_ = classify();
+  }
+
+  Printed run() {
+    Printed p;
+    p.shape = shape_;
+    s_ = prelude(flavor_, normals_);
+    s_ += "\n// kernel " + hex_u64(k_.hash()) + ": " + mode_name() + "\n";
+    print_acc();
+    print_thread();
+    s_ += block_tree(flavor_);
+    if (flavor_ == Flavor::Emu)
+      print_emu_entry();
+    else
+      print_device_entry();
+    p.source = std::move(s_);
+    return p;
+  }
+
+ private:
+  KernelShape classify() const {
+    KernelShape sh;
+    int r = k_.rank;
+    uint32_t all = r > 0 ? ((1u << r) - 1) : 0, keep = all;
+    bool any_reduce = false, all_full = true;
+    for (const auto& o : k_.outputs) {
+      if (!o.reduce) continue;
+      any_reduce = true;
+      uint32_t kept = all & ~o.reduced_mask;
+      keep &= kept;
+      all_full = all_full && kept == 0;
+    }
+    if (!k_.has_row_stage() && all_full) {
+      sh.mode = KernelShape::Mode::Flat;
+      sh.tree = any_reduce;
+    } else {
+      for (int d = 0; d < r; ++d)
+        if ((keep >> d) & 1u) sh.parallel.push_back(d);
+      sh.mode = sh.parallel.empty() ? KernelShape::Mode::Serial : KernelShape::Mode::Owned;
+    }
+    int fields = 1;  // the pad
+    for (size_t o = 0; o < k_.outputs.size(); ++o)
+      if (k_.outputs[o].reduce) fields += 3;
+    sh.acc_bytes = 8 * fields;
+    return sh;
+  }
+
+  const char* mode_name() const {
+    switch (shape_.mode) {
+      case KernelShape::Mode::Flat:
+        return shape_.tree ? "flat, partials through the block tree" : "flat";
+      case KernelShape::Mode::Owned:
+        return "owned (threads over the dims every reduction keeps)";
+      case KernelShape::Mode::Serial:
+        return "serial (one thread)";
+    }
+    return "?";
+  }
+
+  bool is_arg(size_t o) const { return k_.outputs[o].index_value >= 0; }
+  bool is_max(size_t o) const { return k_.outputs[o].fn == ReduceFn::ArgMax; }
+  std::string idx(int d) const { return "i" + std::to_string(d); }
+  std::string I(int at) const { return "I[" + std::to_string(at) + "]"; }
+  std::string v(int value) const { return "v" + std::to_string(value); }
+  const char* vt(int value) const { return ctype(k_.values[value].type); }
+
+  // Leaf l's element: its address (or flat index) in the block.
+  std::string leaf_at(int l) const {
+    int r = k_.rank, b = k_.leaf_base(l);
+    std::string a = I(b);
+    for (int d = 0; d + 1 < r; ++d) a += " + " + idx(d) + " * " + I(b + 1 + d);
+    if (r > 0) {
+      int s = k_.leaves[l].inner_stride;
+      if (s == 1)
+        a += " + " + idx(r - 1);
+      else if (s < 0)
+        a += " + " + idx(r - 1) + " * " + I(b + r);
+    }
+    return "(" + a + ")";
+  }
+
+  // Output o's element: outer strides from I, the inner one 0 (reduced) or 1.
+  std::string out_at(size_t o, bool with_inner) const {
+    int r = k_.rank, b = k_.output_base(int(o));
+    std::string a = I(b);
+    for (int d = 0; d + 1 < r; ++d) a += " + " + idx(d) + " * " + I(b + 1 + d);
+    if (r > 0 && with_inner && !inner_reduced_[o]) a += " + " + idx(r - 1);
+    return "(" + a + ")";
+  }
+
+  std::string mem(size_t o) const {
+    return "((" + std::string(ctype(k_.outputs[o].type)) + "*)P[" +
+           std::to_string(k_.output_pointer(int(o))) + "])";
+  }
+  std::string index_mem(size_t o) const {
+    return "((kiln_i64*)P[" + std::to_string(k_.index_pointer(int(o))) + "])";
+  }
+
+  std::string expr(int vi) const {
+    const kir::Value& x = k_.values[vi];
+    switch (x.op) {
+      case kir::VOp::Param: {
+        DType t = k_.params[x.index];
+        std::string iv = I(k_.param_base() + x.index);
+        if (is_float(t)) return "(" + std::string(ctype(t)) + ")F[" + std::to_string(x.index) + "]";
+        if (t == DType::Bool) return "(kiln_u8)(" + iv + " != 0)";
+        return "(" + std::string(ctype(t)) + ")" + iv;
+      }
+      case kir::VOp::Leaf:
+        return leaf(x);
+      case kir::VOp::Const:
+        return literal(x.type, x.f, x.i);
+      case kir::VOp::Unary:
+        return unary(x);
+      case kir::VOp::Binary:
+        return binary(x);
+      case kir::VOp::Select:
+        return "(" + v(x.a) + " ? " + v(x.b) + " : " + v(x.c) + ")";
+      case kir::VOp::Cast:
+        return cast(x);
+      case kir::VOp::Row:
+        return "row" + std::to_string(x.index);
+    }
+    throw InternalError("cuda printer: unknown value op");
+  }
+
+  std::string leaf(const kir::Value& x) const {
+    const kir::Leaf& lf = k_.leaves[x.index];
+    std::string at = leaf_at(x.index);
+    switch (lf.kind) {
+      case kir::LeafKind::Memory: {
+        std::string load = "((const " + std::string(ctype(lf.dtype)) + "*)P[" +
+                           std::to_string(lf.pointer) + "])[" + at + "]";
+        return lf.dtype == DType::Bool ? "(kiln_u8)(" + load + " != 0)" : load;
+      }
+      case kir::LeafKind::Iota:
+        return at;
+      case kir::LeafKind::Random: {
+        std::string args = "(kiln_u64)" + I(k_.param_base() + lf.seed_param) + ", (kiln_u32)" +
+                           std::to_string(static_cast<uint32_t>(lf.stream)) + ", (kiln_u64)" + at;
+        switch (lf.random) {
+          case RandomKind::Uniform:
+            return "kiln_uniform(" + args + ")";
+          case RandomKind::Normal:
+            return "kiln_normal(" + args + ")";
+          case RandomKind::Integers:
+            return "kiln_integers(" + args + ", (kiln_i64)" + hex_u64(uint64_t(lf.low)) +
+                   ", (kiln_i64)" + hex_u64(uint64_t(lf.high)) + ")";
+        }
+      }
+    }
+    throw InternalError("cuda printer: unknown leaf kind");
+  }
+
+  [[noreturn]] void undefined(const char* op, DType t) const {
+    throw InternalError(std::string("cuda printer: kernel IR op ") + op + " is not defined for " +
+                        dtype_name(t) + " operands (docs/KERNEL_IR.md)");
+  }
+
+  std::string unary(const kir::Value& x) const {
+    auto f = static_cast<UnaryFn>(x.fn);
+    DType t = k_.values[x.a].type;
+    std::string a = v(x.a), T = ctype(t);
+    bool fp = is_float(t), boolean = t == DType::Bool;
+    switch (f) {
+      case UnaryFn::Neg:
+        if (fp) return "(-" + a + ")";
+        if (boolean) return a;
+        return "kiln_wsub((" + T + ")0, " + a + ")";
+      case UnaryFn::Abs:
+        if (fp) return math_call("fabs", t) + "(" + a + ")";
+        if (boolean) return a;
+        return "(" + a + " < 0 ? kiln_wsub((" + T + ")0, " + a + ") : " + a + ")";
+      case UnaryFn::Floor:
+      case UnaryFn::Ceil:
+      case UnaryFn::Round:
+        if (!fp) return a;
+        return math_call(math_name(f), t) + "(" + a + ")";
+      case UnaryFn::Sqrt:
+      case UnaryFn::Exp:
+      case UnaryFn::Expm1:
+      case UnaryFn::Log:
+      case UnaryFn::Log1p:
+      case UnaryFn::Sin:
+      case UnaryFn::Cos:
+      case UnaryFn::Tan:
+      case UnaryFn::Tanh:
+      case UnaryFn::Arcsin:
+      case UnaryFn::Arccos:
+      case UnaryFn::Arctan:
+        if (!fp) undefined(unary_name(f), t);
+        return math_call(math_name(f), t) + "(" + a + ")";
+      case UnaryFn::IsNan:
+        return "(kiln_u8)(" + a + " != " + a + ")";
+      case UnaryFn::Invert:
+        if (boolean) return "(kiln_u8)!" + a;
+        if (!fp) return "(" + T + ")~" + a;
+        undefined("invert", t);
+      case UnaryFn::Sign:
+      case UnaryFn::Sigmoid:
+      case UnaryFn::IsFinite:
+      case UnaryFn::Not:
+        break;
+    }
+    throw InternalError(std::string("cuda printer: ") + unary_name(f) +
+                        " reached a printer; codegen/legalize.cpp rewrites it into primitives");
+  }
+
+  std::string binary(const kir::Value& x) const {
+    auto f = static_cast<BinaryFn>(x.fn);
+    DType t = k_.values[x.a].type;
+    std::string a = v(x.a), b = v(x.b), T = ctype(t);
+    bool fp = is_float(t), boolean = t == DType::Bool, integer = !fp && !boolean;
+    auto call = [&](const std::string& fn) { return fn + "(" + a + ", " + b + ")"; };
+    auto cmp = [&](const char* op) { return "(kiln_u8)(" + a + " " + op + " " + b + ")"; };
+    auto bits = [&](const char* op) { return "(" + T + ")(" + a + " " + op + " " + b + ")"; };
+    switch (f) {
+      case BinaryFn::Add:
+        if (fp) return "(" + a + " + " + b + ")";
+        if (boolean) return bits("|");
+        return call("kiln_wadd");
+      case BinaryFn::Sub:
+        if (fp) return "(" + a + " - " + b + ")";
+        if (integer) return call("kiln_wsub");
+        undefined("subtract", t);
+      case BinaryFn::Mul:
+        if (fp) return "(" + a + " * " + b + ")";
+        if (boolean) return bits("&");
+        return call("kiln_wmul");
+      case BinaryFn::Div:
+        if (fp) return "(" + a + " / " + b + ")";
+        undefined("true_divide", t);
+      case BinaryFn::FMod:
+        if (fp) return call(math_call("fmod", t));
+        if (integer) return call("kiln_ifmod");
+        undefined("fmod", t);
+      case BinaryFn::CopySign:
+        if (fp) return call(math_call("copysign", t));
+        undefined("copysign", t);
+      case BinaryFn::Pow:
+        if (fp) return call(math_call("pow", t));
+        if (integer)
+          return "(" + T + ")kiln_ipow((kiln_i64)" + a + ", (kiln_i64)" + b + ", kiln_status)";
+        undefined("power", t);
+      case BinaryFn::Lt:
+        return cmp("<");
+      case BinaryFn::Le:
+        return cmp("<=");
+      case BinaryFn::Gt:
+        return cmp(">");
+      case BinaryFn::Ge:
+        return cmp(">=");
+      case BinaryFn::Eq:
+        return cmp("==");
+      case BinaryFn::Ne:
+        return cmp("!=");
+      case BinaryFn::And:
+      case BinaryFn::BitAnd:
+        if (!fp) return bits("&");
+        undefined(binary_name(f), t);
+      case BinaryFn::Or:
+      case BinaryFn::BitOr:
+        if (!fp) return bits("|");
+        undefined(binary_name(f), t);
+      case BinaryFn::BitXor:
+        if (!fp) return bits("^");
+        undefined("bitwise_xor", t);
+      case BinaryFn::Max:
+        return call("kiln_fold_max");
+      case BinaryFn::Min:
+        return call("kiln_fold_min");
+      case BinaryFn::LeftShift:
+      case BinaryFn::RightShift:
+        if (integer)
+          return std::string("kiln_shift(") + (f == BinaryFn::LeftShift ? "true" : "false") + ", " +
+                 a + ", " + b + ")";
+        undefined(binary_name(f), t);
+      case BinaryFn::FloorDiv:
+        if (integer) return call("kiln_floordiv");
+        break;
+      case BinaryFn::Mod:
+        break;
+    }
+    throw InternalError(std::string("cuda printer: ") + binary_name(f) + " on " + dtype_name(t) +
+                        " reached a printer; codegen/legalize.cpp rewrites it into primitives");
+  }
+
+  std::string cast(const kir::Value& x) const {
+    DType from = k_.values[x.a].type, to = x.type;
+    std::string a = v(x.a);
+    if (from == to) return a;
+    if (to == DType::Bool) return "(kiln_u8)(" + a + " != 0)";
+    if (is_float(from) && to == DType::Int64) return "kiln_to_i64((double)" + a + ")";
+    if (is_float(from) && to == DType::Int32) return "kiln_to_i32((double)" + a + ")";
+    return "(" + std::string(ctype(to)) + ")" + a;
+  }
+
+  // --- the accumulator of tree kernels -------------------------------------------------------
+
+  void print_acc() {
+    std::string fields, init, combine, store;
+    for (size_t o = 0; o < k_.outputs.size(); ++o) {
+      const kir::Output& out = k_.outputs[o];
+      if (!out.reduce || !shape_.tree) continue;
+      std::string n = std::to_string(o), T = ctype(out.type);
+      fields += "  " + T + " s" + n + ";\n  " + T + " c" + n + ";\n  kiln_i64 x" + n + ";\n";
+      init += "  a.s" + n + " = " + identity(out) + ";\n  a.c" + n + " = (" + T + ")0;\n  a.x" + n +
+              " = -1;\n";
+      std::string mx = is_max(o) ? "true" : "false";
+      if (is_arg(o)) {
+        combine += "  kiln_arg_combine(" + mx + ", a.s" + n + ", a.x" + n + ", b.s" + n + ", b.x" +
+                   n + ");\n";
+        store += "  kiln_arg_fold(" + mx + ", " + mem(o) + "[" + I(k_.output_base(int(o))) + "], " +
+                 index_mem(o) + "[" + I(k_.output_base(int(o))) + "], a.s" + n + ", a.x" + n +
+                 ");\n";
+        continue;
+      }
+      if (compensated_[o]) {
+        combine += "  { " + T + " c = a.c" + n + " + b.c" + n + "; kiln_neumaier(a.s" + n +
+                   ", c, b.s" + n + "); a.c" + n + " = c; }\n";
+        store += "  { " + T + "* m = &" + mem(o) + "[" + I(k_.output_base(int(o))) +
+                 "]; *m = kiln_fold_sum(*m, kiln_compensated(a.s" + n + ", a.c" + n + ")); }\n";
+      } else {
+        combine += "  a.s" + n + " = " + fold_fn(out.fn) + "(a.s" + n + ", b.s" + n + ");\n";
+        store += "  { " + T + "* m = &" + mem(o) + "[" + I(k_.output_base(int(o))) +
+                 "]; *m = " + fold_fn(out.fn) + "(*m, a.s" + n + "); }\n";
+      }
+    }
+    s_ += "struct kiln_acc {\n" + fields + "  kiln_i64 pad_;\n};\n";
+    s_ += "KILN_FN void kiln_acc_init(kiln_acc& a) {\n" + init + "  a.pad_ = 0;\n}\n";
+    s_ += "// a (+)= b, b's elements after a's in the thread order\n";
+    s_ += "KILN_FN void kiln_acc_combine(kiln_acc& a, const kiln_acc& b) {\n" + combine + "}\n";
+    s_ += "KILN_FN void kiln_acc_store(const kiln_i64* I, void* const* P, const kiln_acc& a) {\n" +
+          store + "}\n";
+  }
+
+  // --- per-thread code ----------------------------------------------------------------------
+
+  void line(int depth, const std::string& text) {
+    s_.append(size_t(2 * depth), ' ');
+    s_ += text;
+    s_ += '\n';
+  }
+
+  // The values stage `row` needs, in SSA order, for the element at the current indices.
+  void values(int depth, bool row) {
+    for (size_t x = 0; x < k_.values.size(); ++x)
+      if (need_[row ? 1 : 0][x])
+        line(depth,
+             std::string("const ") + vt(int(x)) + " " + v(int(x)) + " = " + expr(int(x)) + ";");
+  }
+
+  // Folds or stores the active outputs of a stage at one element. acc: the name prefix of the
+  // inner reductions' accumulators ("sp" strips, "st" the row's), "" in flat kernels.
+  void outputs(int depth, bool row, const std::string& acc) {
+    for (size_t o = 0; o < k_.outputs.size(); ++o) {
+      const kir::Output& out = k_.outputs[o];
+      if (out.row != row) continue;
+      std::string n = std::to_string(o), val = v(out.value);
+      std::string mx = is_max(o) ? "true" : "false";
+      if (!out.reduce) {
+        line(depth, mem(o) + "[" + out_at(o, true) + "] = " + val + ";");
+      } else if (shape_.tree) {
+        if (is_arg(o))
+          line(depth, "kiln_arg_fold(" + mx + ", acc.s" + n + ", acc.x" + n + ", " + val + ", " +
+                          v(out.index_value) + ");");
+        else if (compensated_[o])
+          line(depth, "kiln_neumaier(acc.s" + n + ", acc.c" + n + ", " + val + ");");
+        else
+          line(depth, "acc.s" + n + " = " + fold_fn(out.fn) + "(acc.s" + n + ", " + val + ");");
+      } else if (inner_reduced_[o]) {
+        std::string s = acc + "_s" + n;
+        if (is_arg(o))
+          line(depth, "kiln_arg_fold(" + mx + ", " + s + ", " + acc + "_x" + n + ", " + val + ", " +
+                          v(out.index_value) + ");");
+        else
+          line(depth, s + " = " + fold_fn(out.fn) + "(" + s + ", " + val + ");");
+      } else {
+        std::string at = out_at(o, true);
+        if (is_arg(o))
+          line(depth, "kiln_arg_fold(" + mx + ", " + mem(o) + "[" + at + "], " + index_mem(o) +
+                          "[" + at + "], " + val + ", " + v(out.index_value) + ");");
+        else
+          line(depth, "{ " + std::string(ctype(out.type)) + "* m = &" + mem(o) + "[" + at +
+                          "]; *m = " + fold_fn(out.fn) + "(*m, " + val + "); }");
+      }
+    }
+  }
+
+  bool folds_inner(size_t o, bool row) const {
+    return k_.outputs[o].row == row && inner_reduced_[o];
+  }
+
+  // One stage over the current row (interp's Frame::stage): the inner index runs over I[r-1].
+  void stage(int depth, bool row) {
+    int r = k_.rank;
+    std::string in = idx(r - 1), n = I(r - 1);
+    line(depth, row ? "{  // the row stage" : "{");
+    ++depth;
+    for (size_t o = 0; o < k_.outputs.size(); ++o) {
+      if (!folds_inner(o, row)) continue;
+      std::string m = std::to_string(o), T = ctype(k_.outputs[o].type);
+      line(depth,
+           T + " st_s" + m + " = " + identity(k_.outputs[o]) + ", st_c" + m + " = (" + T + ")0;");
+      line(depth, "kiln_i64 st_x" + m + " = -1;");
+    }
+    if (strips_[row ? 1 : 0]) {
+      std::string strip = std::to_string(random_ ? kRandomStrip : kStrip);
+      line(depth, "for (kiln_i64 s0 = 0; s0 < " + n + "; s0 += " + strip + ") {");
+      ++depth;
+      for (size_t o = 0; o < k_.outputs.size(); ++o) {
+        if (!folds_inner(o, row)) continue;
+        std::string m = std::to_string(o);
+        line(depth, std::string(ctype(k_.outputs[o].type)) + " sp_s" + m + " = " +
+                        identity(k_.outputs[o]) + ";");
+        line(depth, "kiln_i64 sp_x" + m + " = -1;");
+      }
+      line(depth,
+           "const kiln_i64 end = " + n + " < s0 + " + strip + " ? " + n + " : s0 + " + strip + ";");
+      line(depth, "for (kiln_i64 " + in + " = s0; " + in + " < end; ++" + in + ") {");
+      values(depth + 1, row);
+      outputs(depth + 1, row, "sp");
+      line(depth, "}");
+      for (size_t o = 0; o < k_.outputs.size(); ++o) {
+        if (!folds_inner(o, row)) continue;
+        std::string m = std::to_string(o);
+        std::string mx = is_max(o) ? "true" : "false";
+        if (is_arg(o))
+          line(depth, "kiln_arg_fold(" + mx + ", st_s" + m + ", st_x" + m + ", sp_s" + m +
+                          ", sp_x" + m + ");");
+        else if (inner_compensated_[o])
+          line(depth, "kiln_neumaier(st_s" + m + ", st_c" + m + ", sp_s" + m + ");");
+        else
+          line(depth,
+               "st_s" + m + " = " + fold_fn(k_.outputs[o].fn) + "(st_s" + m + ", sp_s" + m + ");");
+      }
+      --depth;
+      line(depth, "}");
+    } else {
+      line(depth, "for (kiln_i64 " + in + " = 0; " + in + " < " + n + "; ++" + in + ") {");
+      values(depth + 1, row);
+      outputs(depth + 1, row, "st");
+      line(depth, "}");
+    }
+    for (size_t o = 0; o < k_.outputs.size(); ++o) {
+      if (!folds_inner(o, row)) continue;
+      const kir::Output& out = k_.outputs[o];
+      std::string m = std::to_string(o), T = ctype(out.type);
+      std::string s =
+          inner_compensated_[o] ? "kiln_compensated(st_s" + m + ", st_c" + m + ")" : "st_s" + m;
+      line(depth, "const " + T + " res" + m + " = " + s + ";");
+      if (out.row)
+        line(depth, "row" + m + " = " + fold_fn(out.fn) + "(" + identity(out) + ", res" + m + ");");
+      std::string at = out_at(o, false);
+      if (is_arg(o))
+        line(depth, "kiln_arg_fold(" + std::string(is_max(o) ? "true" : "false") + ", " + mem(o) +
+                        "[" + at + "], " + index_mem(o) + "[" + at + "], res" + m + ", st_x" + m +
+                        ");");
+      else
+        line(depth, "{ " + T + "* m = &" + mem(o) + "[" + at + "]; *m = " + fold_fn(out.fn) +
+                        "(*m, res" + m + "); }");
+    }
+    --depth;
+    line(depth, "}");
+  }
+
+  // Decomposes the flat work item `e` over `dims` (outermost first) into their indices.
+  void decompose(int depth, const std::vector<int>& dims) {
+    if (dims.empty()) return;
+    line(depth, "kiln_i64 q = e;");
+    for (size_t j = dims.size(); j-- > 1;) {
+      int d = dims[j];
+      line(depth, "const kiln_i64 " + idx(d) + " = q % " + I(d) + ";");
+      line(depth, "q /= " + I(d) + ";");
+    }
+    line(depth, "const kiln_i64 " + idx(dims[0]) + " = q;");
+  }
+
+  void print_thread() {
+    int r = k_.rank;
+    s_ +=
+        "KILN_FN void kiln_thread(const kiln_i64* I, const double* F, void* const* P, kiln_i64 "
+        "t, kiln_i64 T, kiln_acc& acc, unsigned* kiln_status) {\n";
+    int depth = 1;
+    if (shape_.mode == KernelShape::Mode::Flat) {
+      std::string n = "1";
+      std::vector<int> dims;
+      for (int d = 0; d < r; ++d) {
+        n += " * " + I(d);
+        dims.push_back(d);
+      }
+      line(depth, "const kiln_i64 n = " + n + ";");
+      line(depth, "for (kiln_i64 e = t; e < n; e += T) {");
+      decompose(depth + 1, dims);
+      values(depth + 1, false);
+      outputs(depth + 1, false, "");
+      line(depth, "}");
+      s_ += "}\n";
+      return;
+    }
+    const std::vector<int>& par = shape_.parallel;
+    std::vector<bool> is_par(size_t(r), false);
+    std::string n = "1";
+    for (int d : par) {
+      is_par[size_t(d)] = true;
+      n += " * " + I(d);
+    }
+    line(depth, "const kiln_i64 n = " + n + ";");
+    line(depth, "for (kiln_i64 e = t; e < n; e += T) {");
+    ++depth;
+    decompose(depth, par);
+    int opened = 0;
+    for (int d = 0; d + 1 < r; ++d) {
+      if (is_par[size_t(d)]) continue;
+      line(depth,
+           "for (kiln_i64 " + idx(d) + " = 0; " + idx(d) + " < " + I(d) + "; ++" + idx(d) + ") {");
+      ++depth;
+      ++opened;
+    }
+    if (r > 0 && !is_par[size_t(r - 1)]) {
+      // A row: the row stage's pass, then the rest's (interp's Frame::row).
+      for (size_t o = 0; o < k_.outputs.size(); ++o)
+        if (k_.outputs[o].row)
+          line(depth, std::string(ctype(k_.outputs[o].type)) + " row" + std::to_string(o) + ";");
+      if (k_.has_row_stage()) stage(depth, true);
+      stage(depth, false);
+    } else {
+      values(depth, false);
+      outputs(depth, false, "");
+    }
+    for (; opened > 0; --opened) line(--depth, "}");
+    line(--depth, "}");
+    s_ += "}\n";
+  }
+
+  // --- entry points -------------------------------------------------------------------------
+
+  void print_device_entry() {
+    s_ += R"(
+extern "C" __global__ void __launch_bounds__(KILN_BLOCK)
+kiln_kernel(const kiln_i64* I, const double* F, void* const* P, void* scratch, unsigned* status) {
+  const kiln_i64 T = (kiln_i64)gridDim.x * KILN_BLOCK;
+  kiln_acc a;
+  kiln_acc_init(a);
+  kiln_thread(I, F, P, (kiln_i64)blockIdx.x * KILN_BLOCK + threadIdx.x, T, a, status);
+)";
+    if (shape_.tree)
+      s_ += R"(  a = kiln_block_tree(a);
+  __shared__ bool last;
+  kiln_acc* parts = (kiln_acc*)((char*)scratch + 256);
+  if (threadIdx.x == 0) {
+    parts[blockIdx.x] = a;
+    __threadfence();
+    last = atomicAdd((unsigned*)scratch, 1u) == gridDim.x - 1;
+  }
+  __syncthreads();
+  if (last && threadIdx.x == 0) {
+    __threadfence();
+    kiln_acc s = kiln_load_cg(parts);
+    for (unsigned b = 1; b < gridDim.x; ++b) {
+      kiln_acc o = kiln_load_cg(parts + b);
+      kiln_acc_combine(s, o);
+    }
+    kiln_acc_store(I, P, s);
+    *(unsigned*)scratch = 0;
+  }
+)";
+    s_ += "}\n";
+  }
+
+  void print_emu_entry() {
+    s_ += R"(
+extern "C" unsigned kiln_emu_launch(const kiln_i64* I, const double* F, void* const* P,
+                                    kiln_i64 grid) {
+  unsigned status = 0;
+  const kiln_i64 T = grid * KILN_BLOCK;
+)";
+    if (shape_.tree)
+      s_ += R"(  kiln_acc* parts = new kiln_acc[grid];
+  kiln_acc* lanes = new kiln_acc[KILN_BLOCK];
+  for (kiln_i64 b = 0; b < grid; ++b) {
+    for (int x = 0; x < KILN_BLOCK; ++x) {
+      kiln_acc_init(lanes[x]);
+      kiln_thread(I, F, P, b * KILN_BLOCK + x, T, lanes[x], &status);
+    }
+    parts[b] = kiln_block_tree_emu(lanes);
+  }
+  kiln_acc s = parts[0];
+  for (kiln_i64 b = 1; b < grid; ++b) kiln_acc_combine(s, parts[b]);
+  kiln_acc_store(I, P, s);
+  delete[] lanes;
+  delete[] parts;
+)";
+    else
+      s_ += R"(  kiln_acc a;
+  kiln_acc_init(a);
+  for (kiln_i64 t = 0; t < T; ++t) kiln_thread(I, F, P, t, T, a, &status);
+)";
+    s_ += "  return status;\n}\n";
+  }
+
+  const kir::Kernel& k_;
+  Flavor flavor_;
+  KernelShape shape_;
+  bool random_ = false, normals_ = false;
+  bool strips_[2] = {false, false};
+  std::vector<bool> inner_reduced_, compensated_, inner_compensated_;
+  std::vector<bool> need_[2];
+  std::string s_;
+};
+
+}  // namespace
+
+Printed print(const kir::Kernel& k, Flavor flavor) { return Printer(k, flavor).run(); }
+
+Launch launch_for(const kir::Kernel& k, const KernelShape& s, const int64_t* I) {
+  Launch l;
+  for (int d = 0; d < k.rank; ++d)
+    if (I[d] <= 0) return l;
+  int64_t items = 1;
+  switch (s.mode) {
+    case KernelShape::Mode::Flat:
+      for (int d = 0; d < k.rank; ++d) items *= I[d];
+      break;
+    case KernelShape::Mode::Owned:
+      for (int d : s.parallel) items *= I[d];
+      break;
+    case KernelShape::Mode::Serial:
+      break;
+  }
+  l.items = items;
+  l.grid = std::min<int64_t>((items + s.block - 1) / s.block, s.max_grid);
+  if (s.tree) l.scratch_bytes = 256 + l.grid * s.acc_bytes;
+  return l;
+}
+
+}  // namespace kiln::cuda

@@ -1,0 +1,60 @@
+// The CUDA printer: legalized kernel IR -> CUDA C++ source (docs/KERNEL_IR.md §9). One source
+// serves two builds: NVRTC compiles it for a GPU (Flavor::Device), and a host C++ compiler
+// compiles it with a serial prelude for `cuda-emu` (Flavor::Emu), which runs the same per-thread
+// code and combines reduction partials in the same tree order as the GPU, so the test suite
+// checks what this printer prints on machines without a GPU.
+//
+// Work is split by the kernel's reductions (KernelShape::mode):
+//   Flat    no reduction keeps a dim (and no row stage): virtual thread t of T evaluates the
+//           flat elements t, t + T, ... (grid-stride); full reductions accumulate per thread
+//           (float sums compensated), then combine through the block's tree and, in the last
+//           block to finish, over the blocks in order, into the block's one partial.
+//   Owned   the dims every reduction keeps (`parallel`) are split over threads; each thread runs
+//           the other dims serially, in the interpreter's order (rows, the row stage, strips of
+//           inner sums), so its partials are its own and bit-identical to the interpreter's.
+//   Serial  no dim is kept by every reduction: one thread runs the block as the interpreter does.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "codegen/kernel_ir.hpp"
+
+namespace kiln::cuda {
+
+enum class Flavor : uint8_t { Device, Emu };
+
+struct KernelShape {
+  enum class Mode : uint8_t { Flat, Owned, Serial } mode = Mode::Flat;
+  std::vector<int> parallel;  // Owned: the dims split over threads, outermost first
+  bool tree = false;          // Flat with reductions: per-thread partials combined on the device
+  int block = 256;            // threads per block (KILN_BLOCK)
+  int max_grid = 1024;        // blocks at most (grid-stride beyond)
+  int acc_bytes = 8;          // tree kernels: an upper bound of sizeof(kiln_acc)
+};
+
+struct Printed {
+  std::string source;  // the whole translation unit (prelude + kernel)
+  KernelShape shape;
+};
+
+// Entry points: Device: extern "C" __global__ kiln_kernel(const long long* I, const double* F,
+// void* const* P, void* scratch, unsigned* status); Emu: extern "C" unsigned
+// kiln_emu_launch(const long long* I, const double* F, void* const* P, long long grid), which
+// returns the status word. status bit 1: an integer was raised to a negative power.
+// scratch (tree kernels): 256 bytes of zeroed ticket counter, then one partial per block.
+Printed print(const kir::Kernel& k, Flavor flavor);
+
+// The launch of one block of the kernel: work items (threads' share, see Mode) and grid size.
+struct Launch {
+  int64_t items = 0;  // 0: nothing to do (an empty block)
+  int64_t grid = 0;
+  int64_t scratch_bytes = 0;  // tree kernels
+};
+Launch launch_for(const kir::Kernel& k, const KernelShape& s, const int64_t* I);
+
+// Parts of the prelude (prelude.cpp).
+std::string prelude(Flavor flavor, bool normals);
+std::string block_tree(Flavor flavor);
+
+}  // namespace kiln::cuda

@@ -1,0 +1,209 @@
+// cuda-emu: the CUDA printer's source compiled as host C++ (Flavor::Emu) into a shared object
+// and run serially, thread by thread, with the GPU's reduction tree (cuda_printer.hpp). Objects
+// are cached on disk by source hash and compiler, like the CPU backend's. With KILN_CUDA_CHECK
+// each kernel's GPU source is also compiled by NVRTC for the architectures named, so a test run
+// on cuda-emu checks both builds of every kernel it makes.
+#include <dlfcn.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <sstream>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "codegen/cuda/cuda_backend.hpp"
+#include "codegen/cuda/cuda_printer.hpp"
+#include "codegen/cuda/nvrtc.hpp"
+#include "codegen/kernel_support.hpp"
+#include "support/error.hpp"
+#include "support/flags.hpp"
+#include "support/hash.hpp"
+
+namespace kiln::cuda {
+
+namespace {
+
+using EmuFn = unsigned (*)(const int64_t* I, const double* F, void* const* P, int64_t grid);
+
+class EmuKernel final : public backend::Kernel {
+ public:
+  EmuKernel(const kir::Kernel& k, KernelShape shape, EmuFn fn) : k_(k), shape_(shape), fn_(fn) {}
+  void launch(const int64_t* I, const double* F, void* const* P) const override {
+    Launch l = launch_for(k_, shape_, I);
+    if (l.items == 0) return;
+    unsigned status = fn_(I, F, P, l.grid);
+    if (status & 1u) throw Error(kir::negative_power_message());
+  }
+
+ private:
+  kir::Kernel k_;
+  KernelShape shape_;
+  EmuFn fn_;
+};
+
+std::vector<int> parse_arches(const std::string& s) {
+  std::vector<int> out;
+  std::stringstream in(s);
+  std::string item;
+  while (std::getline(in, item, ','))
+    if (!item.empty()) {
+      size_t used = 0;
+      int a = 0;
+      try {
+        a = std::stoi(item, &used);
+      } catch (const std::exception&) {
+        used = 0;
+      }
+      if (used != item.size() || a < 50)
+        throw Error("KILN_CUDA_CHECK: '" + s + "' is not a list of architectures like 80,90");
+      out.push_back(a);
+    }
+  return out;
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream f(path);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+class EmuBackend final : public backend::Backend {
+ public:
+  Device device() const override { return Device::CudaEmu; }
+  backend::Capabilities capabilities() const override {
+    backend::Capabilities c;
+    c.jit = true;
+    return c;
+  }
+  std::shared_ptr<const backend::Kernel> compile(const kir::Kernel& k,
+                                                 backend::KernelDumps* dumps) override {
+    auto t0 = std::chrono::steady_clock::now();
+    Printed p = print(k, Flavor::Emu);
+    if (dumps) dumps->printed = p.source;
+    check_with_nvrtc(k);
+    std::lock_guard<std::mutex> lock(mu_);
+    uint64_t h = 0xcbf29ce484222325ULL;
+    for (unsigned char c : p.source) h = hash_mix(h, c);
+    for (unsigned char c : flags().emu_cxx) h = hash_mix(h, c);
+    EmuFn fn;
+    if (auto it = fns_.find(h); it != fns_.end()) {
+      fn = it->second;
+    } else {
+      bool from_disk = false;
+      fn = build(p.source, h, &from_disk);
+      fns_[h] = fn;
+      if (from_disk)
+        ++stats_.disk_hits;
+      else
+        ++stats_.compiled;
+      stats_.compile_seconds +=
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    }
+    return std::make_shared<EmuKernel>(k, p.shape, fn);
+  }
+  backend::CompileStats stats() const override {
+    std::lock_guard<std::mutex> lock(mu_);
+    return stats_;
+  }
+  std::string target() const override {
+    std::string t = "cuda-emu (printed CUDA as host C++, " + flags().emu_cxx + ")";
+    if (!flags().cuda_check.empty()) t += ", NVRTC check sm_" + flags().cuda_check;
+    return t;
+  }
+
+ private:
+  // KILN_CUDA_CHECK: the GPU build of the same kernel, once per distinct source.
+  void check_with_nvrtc(const kir::Kernel& k) {
+    const std::string& arches = flags().cuda_check;
+    if (arches.empty()) return;
+    std::vector<int> list = parse_arches(arches);
+    Printed p = print(k, Flavor::Device);
+    uint64_t h = 0;
+    for (unsigned char c : p.source) h = hash_mix(h, c);
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (!checked_.insert(h).second) return;
+    }
+    for (int a : list) {
+      NvrtcOutput out = nvrtc_compile(p.source, a, "kiln_kernel.cu");
+      if (!out.ok)
+        throw InternalError("cuda-emu: NVRTC rejects the GPU build of a kernel for sm_" +
+                            std::to_string(a) + ":\n" + out.log + "\n--- source ---\n" + p.source);
+    }
+  }
+
+  EmuFn build(const std::string& source, uint64_t h, bool* from_disk) {
+    char name[40];
+    std::snprintf(name, sizeof name, "emu%016llx.so", static_cast<unsigned long long>(h));
+    std::string dir = flags().cache_dir;
+    bool keep = !dir.empty();
+    std::error_code ec;
+    if (keep) std::filesystem::create_directories(dir, ec);
+    if (!keep || ec) {
+      dir = std::filesystem::temp_directory_path().string();
+      keep = false;
+    }
+    std::string so = dir + "/" + name;
+    if (keep && std::filesystem::exists(so)) {
+      if (EmuFn fn = load(so, false)) {
+        *from_disk = true;
+        return fn;
+      }
+    }
+    std::string tag = std::to_string(getpid()) + "-" + std::to_string(counter_++);
+    std::string src = so + "." + tag + ".cpp", tmp = so + "." + tag + ".tmp",
+                log = so + "." + tag + ".log";
+    {
+      std::ofstream f(src);
+      f << source;
+      if (!f) throw Error("cuda-emu: cannot write " + src);
+    }
+    std::string cmd = flags().emu_cxx +
+                      " -std=c++17 -O1 -fPIC -shared -w -ffp-contract=off -fno-strict-aliasing "
+                      "-x c++ '" +
+                      src + "' -o '" + tmp + "' > '" + log + "' 2>&1";
+    int rc = std::system(cmd.c_str());
+    std::string out = read_file(log);
+    std::filesystem::remove(log, ec);
+    if (rc != 0) {
+      std::filesystem::remove(tmp, ec);
+      throw InternalError("cuda-emu: the host compiler rejects a printed kernel (" + cmd + "):\n" +
+                          out + "\n--- source: " + src + " ---");
+    }
+    std::filesystem::remove(src, ec);
+    std::filesystem::rename(tmp, so, ec);
+    if (ec) throw Error("cuda-emu: cannot place " + so + ": " + ec.message());
+    EmuFn fn = load(so, true);
+    if (!keep) std::filesystem::remove(so, ec);  // the mapping stays
+    return fn;
+  }
+
+  EmuFn load(const std::string& so, bool must) {
+    void* handle = dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL);
+    void* sym = handle ? dlsym(handle, "kiln_emu_launch") : nullptr;
+    if (!sym) {
+      if (!must) return nullptr;  // a damaged cache entry: compile again
+      const char* e = dlerror();
+      throw Error("cuda-emu: cannot load " + so + ": " + (e ? e : "no kiln_emu_launch"));
+    }
+    return reinterpret_cast<EmuFn>(sym);
+  }
+
+  mutable std::mutex mu_;
+  std::unordered_map<uint64_t, EmuFn> fns_;
+  std::unordered_set<uint64_t> checked_;
+  backend::CompileStats stats_;
+  std::atomic<int64_t> counter_{0};
+};
+
+}  // namespace
+
+std::unique_ptr<backend::Backend> make_emu_backend() { return std::make_unique<EmuBackend>(); }
+
+}  // namespace kiln::cuda

@@ -1,0 +1,111 @@
+// NVRTC through dlopen (nvrtc.hpp). The few entry points are declared here with NVRTC's C ABI
+// (nvrtcResult is an int enum, nvrtcProgram an opaque pointer), so no CUDA header is needed.
+#include "codegen/cuda/nvrtc.hpp"
+
+#include <dlfcn.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <mutex>
+#include <vector>
+
+#include "support/error.hpp"
+
+namespace kiln::cuda {
+
+namespace {
+
+using Program = void*;
+struct Api {
+  int (*version)(int*, int*) = nullptr;
+  int (*create)(Program*, const char*, const char*, int, const char* const*,
+                const char* const*) = nullptr;
+  int (*compile)(Program, int, const char* const*) = nullptr;
+  int (*log_size)(Program, size_t*) = nullptr;
+  int (*log)(Program, char*) = nullptr;
+  int (*cubin_size)(Program, size_t*) = nullptr;
+  int (*cubin)(Program, char*) = nullptr;
+  int (*destroy)(Program*) = nullptr;
+  const char* (*error_string)(int) = nullptr;
+  std::string why;  // empty: loaded
+};
+
+const Api& api() {
+  static Api a = [] {
+    Api x;
+    std::vector<std::string> paths = {"libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so"};
+    for (const char* env : {"CUDA_HOME", "CUDA_PATH"})
+      if (const char* h = std::getenv(env)) paths.push_back(std::string(h) + "/lib64/libnvrtc.so");
+    paths.push_back("/usr/local/cuda/lib64/libnvrtc.so");
+    void* h = nullptr;
+    for (const auto& p : paths)
+      if ((h = dlopen(p.c_str(), RTLD_NOW | RTLD_LOCAL))) break;
+    if (!h) {
+      x.why = "NVRTC not found (tried";
+      for (const auto& p : paths) x.why += " " + p;
+      x.why += ")";
+      return x;
+    }
+    auto sym = [&](const char* name) {
+      void* s = dlsym(h, name);
+      if (!s && x.why.empty()) x.why = std::string("NVRTC lacks ") + name;
+      return s;
+    };
+    x.version = reinterpret_cast<decltype(x.version)>(sym("nvrtcVersion"));
+    x.create = reinterpret_cast<decltype(x.create)>(sym("nvrtcCreateProgram"));
+    x.compile = reinterpret_cast<decltype(x.compile)>(sym("nvrtcCompileProgram"));
+    x.log_size = reinterpret_cast<decltype(x.log_size)>(sym("nvrtcGetProgramLogSize"));
+    x.log = reinterpret_cast<decltype(x.log)>(sym("nvrtcGetProgramLog"));
+    x.cubin_size = reinterpret_cast<decltype(x.cubin_size)>(sym("nvrtcGetCUBINSize"));
+    x.cubin = reinterpret_cast<decltype(x.cubin)>(sym("nvrtcGetCUBIN"));
+    x.destroy = reinterpret_cast<decltype(x.destroy)>(sym("nvrtcDestroyProgram"));
+    x.error_string = reinterpret_cast<decltype(x.error_string)>(sym("nvrtcGetErrorString"));
+    return x;
+  }();
+  return a;
+}
+
+}  // namespace
+
+bool nvrtc_available(std::string* why) {
+  const Api& a = api();
+  if (why) *why = a.why;
+  return a.why.empty();
+}
+
+std::string nvrtc_version() {
+  const Api& a = api();
+  int major = 0, minor = 0;
+  if (!a.why.empty() || a.version(&major, &minor) != 0) return "";
+  return std::to_string(major) + "." + std::to_string(minor);
+}
+
+NvrtcOutput nvrtc_compile(const std::string& source, int arch, const std::string& name) {
+  const Api& a = api();
+  if (!a.why.empty()) throw Error("cuda: cannot compile kernels: " + a.why);
+  auto t0 = std::chrono::steady_clock::now();
+  NvrtcOutput out;
+  Program prog = nullptr;
+  int rc = a.create(&prog, source.c_str(), name.c_str(), 0, nullptr, nullptr);
+  if (rc != 0) throw Error(std::string("cuda: nvrtcCreateProgram: ") + a.error_string(rc));
+  std::string gpu = "--gpu-architecture=sm_" + std::to_string(arch);
+  const char* opts[] = {gpu.c_str(), "--std=c++17", "--fmad=false"};
+  rc = a.compile(prog, 3, opts);
+  size_t n = 0;
+  if (a.log_size(prog, &n) == 0 && n > 1) {
+    out.log.resize(n);
+    a.log(prog, out.log.data());
+    out.log.resize(n - 1);
+  }
+  if (rc == 0 && a.cubin_size(prog, &n) == 0) {
+    out.cubin.resize(n);
+    out.ok = a.cubin(prog, out.cubin.data()) == 0;
+  } else if (out.log.empty()) {
+    out.log = a.error_string(rc);
+  }
+  a.destroy(&prog);
+  out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return out;
+}
+
+}  // namespace kiln::cuda

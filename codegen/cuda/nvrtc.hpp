@@ -1,0 +1,25 @@
+// NVRTC, loaded at run time (dlopen), so that Kiln builds and runs without the CUDA toolkit and
+// one binary serves machines with and without it. Compiles printed CUDA source to a cubin for
+// one architecture: NVRTC parses and optimizes, ptxas (inside NVRTC) assembles, so a successful
+// compile checks that the printed code is valid for that GPU.
+#pragma once
+#include <string>
+
+namespace kiln::cuda {
+
+struct NvrtcOutput {
+  bool ok = false;
+  std::string log;    // NVRTC's program log (errors, warnings)
+  std::string cubin;  // the machine code, when ok
+  double seconds = 0;
+};
+
+// Whether NVRTC could be loaded; if not, why (the paths tried).
+bool nvrtc_available(std::string* why = nullptr);
+// "13.0", or "" without NVRTC.
+std::string nvrtc_version();
+// Compiles `source` for sm_<arch> (80, 90, ...) with the options every Kiln kernel uses
+// (C++17, no contraction of a * b + c into FMA, as on the CPU). Throws kiln::Error without NVRTC.
+NvrtcOutput nvrtc_compile(const std::string& source, int arch, const std::string& name);
+
+}  // namespace kiln::cuda

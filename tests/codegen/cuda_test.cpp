@@ -1,0 +1,154 @@
+// The CUDA backend without a GPU (codegen/cuda): the printed kernels run on cuda-emu (compiled as
+// host C++, run serially with the GPU's reduction tree) in each of the printer's work splits and
+// must give the interpreter's values; their GPU build must compile with NVRTC for sm_80 and
+// sm_90; and asking for the GPU where there is none is a clean kiln::Error. The ops table
+// (ops_table_test.cpp) checks every op and dtype on cuda-emu too, and scripts/test.sh runs the
+// whole suite on it with KILN_CUDA_CHECK=80,90.
+#include <cstring>
+#include <regex>
+#include <set>
+#include <sstream>
+
+#include "codegen/cuda/cuda_backend.hpp"
+#include "codegen/cuda/nvrtc.hpp"
+#include "oracle.hpp"
+#include "support/flags.hpp"
+
+using namespace kiln;
+
+namespace {
+
+std::vector<NDArray> on(Device d, const std::vector<Array>& outs, std::string* sources = nullptr) {
+  ComputeOptions o;
+  o.device = d;
+  o.progress = false;
+  std::ostringstream dump;
+  if (sources) o.kernels = &dump;  // each kernel's IR and printed source
+  std::vector<NDArray> r = compute(outs, o);
+  if (sources) *sources = dump.str();
+  return r;
+}
+
+// The work splits (cuda_printer.hpp) of the kernels in a dump: "flat", "owned", "serial", ...
+std::set<std::string> modes(const std::string& sources) {
+  std::set<std::string> m;
+  std::regex re("// kernel 0x[0-9a-f]+ull: ([a-z]+)");
+  for (auto it = std::sregex_iterator(sources.begin(), sources.end(), re);
+       it != std::sregex_iterator(); ++it)
+    m.insert((*it)[1]);
+  return m;
+}
+
+}  // namespace
+
+TEST(Cuda, WithoutAGpuTheCudaDeviceIsACleanError) {
+  std::string why;
+  if (cuda::cuda_device_present(&why)) GTEST_SKIP() << "a GPU is present on this machine";
+  Array x = kt::lazy(kt::random_array(DType::Float64, {10}, 1, 0, 1));
+  try {
+    on(Device::Cuda, {x + 1});
+    FAIL() << "computed on --device cuda without a GPU";
+  } catch (const Error& e) {
+    std::string m = e.what();
+    EXPECT_NE(m.find("device cuda: "), std::string::npos) << m;
+    EXPECT_NE(m.find(why), std::string::npos) << m;
+    EXPECT_NE(m.find("cuda-emu"), std::string::npos) << m;
+  }
+  // The rest of the process is unaffected.
+  EXPECT_EQ(on(Device::Cpu, {(x * 0 + 2).sum()})[0].at(0), 20.0);
+}
+
+TEST(Cuda, FlatKernelsCombineThreadPartialsLikeTheInterpreter) {
+  // 3 x 10^5 elements in one block: 1024 blocks of 256 threads, grid-stride; ties for argmax
+  // and argmin across threads and blocks go to the first index, as on the CPU.
+  NDArray data = kt::random_array(DType::Float64, {300000}, 5, -1, 1);
+  auto* d = static_cast<double*>(data.data());
+  for (int64_t k : {7, 123456, 299999}) d[k] = 5.0;  // three ties for the maximum
+  d[200000] = -7.0;
+  Array x = kt::lazy(data, {300000});
+  Array i = (x * 1000).astype(DType::Int64);
+  std::vector<Array> outs = {x.argmax(),    x.argmin(),    x.max(), i.sum(),       i.min(),
+                             (x > 0).any(), (x < 6).all(), x.sum(), exp(x) * 2 - x};
+  std::string src;
+  std::vector<NDArray> emu = on(Device::CudaEmu, outs, &src);
+  std::vector<NDArray> ref = on(Device::Interp, outs);
+  EXPECT_EQ(modes(src), (std::set<std::string>{"flat"})) << src.substr(0, 4000);
+  EXPECT_EQ(emu[0].at_int(0), 7);
+  EXPECT_EQ(emu[1].at_int(0), 200000);
+  for (size_t k = 0; k < 7; ++k) EXPECT_TRUE(kt::same(emu[k], ref[k])) << "output " << k;
+  EXPECT_TRUE(kt::same(emu[7], ref[7], 1e-13));  // compensated sums, in another order
+  EXPECT_TRUE(kt::same(emu[8], ref[8], 1e-15));  // libm's exp against libmvec's
+}
+
+TEST(Cuda, OwnedAndSerialKernelsMatchTheInterpreterBitForBit) {
+  NDArray data = kt::random_array(DType::Float64, {37, 5, 3001}, 9, -2, 2);
+  Array a = kt::lazy(data, {20, 5, 1600}), rows = kt::lazy(data, {20, 5, 3001});
+  Array b = a.astype(DType::Float32);
+  struct Case {
+    Array out;
+    const char* mode;
+  };
+  std::vector<Case> cases = {
+      {a.sum({2}), "owned"},                   // threads over dims 0-1, rows in strips, compensated
+      {a.sum({0}), "owned"},                   // threads over dims 1-2, along the rows
+      {b.mean({0, 2}), "owned"},               // threads over dim 1
+      {a.argmax(2), "owned"},                  // argmax along rows
+      {(a * 2).min({1}), "owned"},             // threads over dims 0 and 2
+      {rows - rows.mean({2}, true), "owned"},  // the row stage (row fusion)
+      // Reducing both ways at once: no dim every reduction keeps, so one thread, serially.
+      {a.sum({0, 1}) + a.sum({1, 2}).sum(), "serial"},
+  };
+  for (size_t k = 0; k < cases.size(); ++k) {
+    std::string src;
+    NDArray emu = on(Device::CudaEmu, {cases[k].out}, &src)[0];
+    NDArray ref = on(Device::Interp, {cases[k].out})[0];
+    EXPECT_TRUE(modes(src).count(cases[k].mode)) << "case " << k << "\n" << src;
+    if (k == 5) EXPECT_NE(src.find("the row stage"), std::string::npos) << src;
+    // Case 6's last sum is a flat kernel's: its partials combine in the GPU's order.
+    EXPECT_TRUE(kt::same(emu, ref, k == 6 ? 1e-13 : 0)) << "case " << k;
+  }
+}
+
+TEST(Cuda, RandomArraysAreBitIdenticalToTheCpus) {
+  random::Generator g(77);
+  std::vector<Array> outs = {g.normal(3, 2, {300, 700}, {128, 256}),
+                             g.uniform(-1, 1, {300, 700}, {300, 700}),
+                             g.integers(-3, 1LL << 40, {1000}, {300})};
+  std::vector<NDArray> emu = on(Device::CudaEmu, outs), cpu = on(Device::Cpu, outs);
+  for (size_t k = 0; k < outs.size(); ++k)
+    EXPECT_EQ(0,
+              std::memcmp(emu[k].data(), cpu[k].data(), emu[k].size() * dtype_size(emu[k].dtype())))
+        << "output " << k;
+}
+
+TEST(Cuda, NvrtcCompilesTheGpuBuildForSm80AndSm90) {
+  std::string why;
+  if (!cuda::nvrtc_available(&why)) GTEST_SKIP() << why;
+  // NVRTC itself rejects what is not CUDA, with a log: the check below can fail.
+  cuda::NvrtcOutput bad = cuda::nvrtc_compile("__global__ void k() { undeclared(); }", 90, "bad");
+  EXPECT_FALSE(bad.ok);
+  EXPECT_NE(bad.log.find("undeclared"), std::string::npos) << bad.log;
+  // Kernels of every work split, with normals, argmax, integer errors and the row stage.
+  std::string saved = flags().cuda_check;
+  flags().cuda_check = "80,90";
+  clear_plan_cache();
+  random::Generator g(5);
+  Array n = g.normal(0, 1, {64, 300}, {32, 300});
+  Array k = g.integers(0, 9, {64, 300}, {32, 300});
+  std::string src;
+  EXPECT_NO_THROW(on(Device::CudaEmu,
+                     {n.sum(), n.argmax(1), n - n.mean({1}, true), pow(k, k % 3), n.sum({0}),
+                      (k > 4).all({0}), floor_divide(k, k - 4) + (k << 2)},
+                     &src));
+  flags().cuda_check = saved;
+  std::set<std::string> m = modes(src);
+  EXPECT_TRUE(m.count("flat") && m.count("owned")) << src.substr(0, 4000);
+  EXPECT_FALSE(cuda::nvrtc_version().empty());
+}
+
+TEST(Cuda, NegativeIntegerPowersAreTheSameErrorOnTheEmulator) {
+  static int64_t b[] = {2, 3, 4}, e[] = {1, -1, 2};
+  Array x = from_buffer(b, {3}), y = from_buffer(e, {3});
+  EXPECT_THROW(on(Device::CudaEmu, {pow(x, y)}), Error);
+  EXPECT_EQ(on(Device::CudaEmu, {pow(x, abs(y))})[0].at_int(2), 16);
+}

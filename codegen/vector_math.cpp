@@ -3,6 +3,7 @@
 #include <cmath>
 #include <string>
 
+#include "codegen/math/kiln_math.hpp"
 #include "support/error.hpp"
 
 // libmvec's variants take and return GCC vector types; their declarations change the ABI only
@@ -49,60 +50,82 @@ KILN_VM_DECLARE(b, 2, 4, d2, f4)
 KILN_VM_DECLARE(d, 4, 8, d4, f8)
 KILN_VM_DECLARE(e, 8, 16, d8, f16)
 
+// Kiln's own variants (codegen/math/kiln_math.cpp), under the same ABI.
+#define KILN_KM_DECLARE(ISA, ND, NF, VD, VF)         \
+  extern "C" VD _ZGV##ISA##N##ND##v_kiln_exp(VD);    \
+  extern "C" VD _ZGV##ISA##N##ND##v_kiln_expm1(VD);  \
+  extern "C" VD _ZGV##ISA##N##ND##v_kiln_log(VD);    \
+  extern "C" VD _ZGV##ISA##N##ND##v_kiln_log1p(VD);  \
+  extern "C" VD _ZGV##ISA##N##ND##v_kiln_tanh(VD);   \
+  extern "C" VF _ZGV##ISA##N##NF##v_kiln_expf(VF);   \
+  extern "C" VF _ZGV##ISA##N##NF##v_kiln_expm1f(VF); \
+  extern "C" VF _ZGV##ISA##N##NF##v_kiln_logf(VF);   \
+  extern "C" VF _ZGV##ISA##N##NF##v_kiln_log1pf(VF); \
+  extern "C" VF _ZGV##ISA##N##NF##v_kiln_tanhf(VF);
+
+KILN_KM_DECLARE(b, 2, 4, d2, f4)
+KILN_KM_DECLARE(d, 4, 8, d4, f8)
+KILN_KM_DECLARE(e, 8, 16, d8, f16)
+
 // apply for one ISA and element type: groups of N elements (the last one padded with its first
 // element's value, whose lane is then dropped), one variant call per group.
-#define KILN_VM_APPLY(NAME, TARGET, ISA, LANES, V, T, SUFFIX)                                  \
-  __attribute__((target(TARGET))) void NAME(kiln::vm::MathFn f, const T* x, const T* x2, T* y, \
-                                            int64_t n) {                                       \
-    using kiln::vm::MathFn;                                                                    \
-    for (int64_t i = 0; i < n; i += LANES) {                                                   \
-      int64_t m = n - i < LANES ? n - i : LANES;                                               \
-      V a, b;                                                                                  \
-      for (int k = 0; k < LANES; ++k) {                                                        \
-        a[k] = x[i + (k < m ? k : 0)];                                                         \
-        b[k] = x2 ? x2[i + (k < m ? k : 0)] : T(0);                                            \
-      }                                                                                        \
-      V r;                                                                                     \
-      switch (f) {                                                                             \
-        case MathFn::Sin:                                                                      \
-          r = _ZGV##ISA##N##LANES##v_sin##SUFFIX(a);                                           \
-          break;                                                                               \
-        case MathFn::Cos:                                                                      \
-          r = _ZGV##ISA##N##LANES##v_cos##SUFFIX(a);                                           \
-          break;                                                                               \
-        case MathFn::Tan:                                                                      \
-          r = _ZGV##ISA##N##LANES##v_tan##SUFFIX(a);                                           \
-          break;                                                                               \
-        case MathFn::Exp:                                                                      \
-          r = _ZGV##ISA##N##LANES##v_exp##SUFFIX(a);                                           \
-          break;                                                                               \
-        case MathFn::Log:                                                                      \
-          r = _ZGV##ISA##N##LANES##v_log##SUFFIX(a);                                           \
-          break;                                                                               \
-        case MathFn::Expm1:                                                                    \
-          r = _ZGV##ISA##N##LANES##v_expm1##SUFFIX(a);                                         \
-          break;                                                                               \
-        case MathFn::Log1p:                                                                    \
-          r = _ZGV##ISA##N##LANES##v_log1p##SUFFIX(a);                                         \
-          break;                                                                               \
-        case MathFn::Tanh:                                                                     \
-          r = _ZGV##ISA##N##LANES##v_tanh##SUFFIX(a);                                          \
-          break;                                                                               \
-        case MathFn::Asin:                                                                     \
-          r = _ZGV##ISA##N##LANES##v_asin##SUFFIX(a);                                          \
-          break;                                                                               \
-        case MathFn::Acos:                                                                     \
-          r = _ZGV##ISA##N##LANES##v_acos##SUFFIX(a);                                          \
-          break;                                                                               \
-        case MathFn::Atan:                                                                     \
-          r = _ZGV##ISA##N##LANES##v_atan##SUFFIX(a);                                          \
-          break;                                                                               \
-        case MathFn::Pow:                                                                      \
-          r = _ZGV##ISA##N##LANES##vv_pow##SUFFIX(a, b);                                       \
-          break;                                                                               \
-      }                                                                                        \
-      for (int k = 0; k < m; ++k) y[i + k] = r[k];                                             \
-    }                                                                                          \
+#define KILN_VM_APPLY(NAME, TARGET, ISA, LANES, V, T, SUFFIX)                          \
+  __attribute__((target(TARGET))) void NAME(kiln::vm::MathFn f, bool kiln, const T* x, \
+                                            const T* x2, T* y, int64_t n) {            \
+    using kiln::vm::MathFn;                                                            \
+    for (int64_t i = 0; i < n; i += LANES) {                                           \
+      int64_t m = n - i < LANES ? n - i : LANES;                                       \
+      V a, b;                                                                          \
+      for (int k = 0; k < LANES; ++k) {                                                \
+        a[k] = x[i + (k < m ? k : 0)];                                                 \
+        b[k] = x2 ? x2[i + (k < m ? k : 0)] : T(0);                                    \
+      }                                                                                \
+      V r;                                                                             \
+      switch (f) {                                                                     \
+        case MathFn::Sin:                                                              \
+          r = _ZGV##ISA##N##LANES##v_sin##SUFFIX(a);                                   \
+          break;                                                                       \
+        case MathFn::Cos:                                                              \
+          r = _ZGV##ISA##N##LANES##v_cos##SUFFIX(a);                                   \
+          break;                                                                       \
+        case MathFn::Tan:                                                              \
+          r = _ZGV##ISA##N##LANES##v_tan##SUFFIX(a);                                   \
+          break;                                                                       \
+        case MathFn::Exp:                                                              \
+          r = kiln ? _ZGV##ISA##N##LANES##v_kiln_exp##SUFFIX(a)                        \
+                   : _ZGV##ISA##N##LANES##v_exp##SUFFIX(a);                            \
+          break;                                                                       \
+        case MathFn::Log:                                                              \
+          r = kiln ? _ZGV##ISA##N##LANES##v_kiln_log##SUFFIX(a)                        \
+                   : _ZGV##ISA##N##LANES##v_log##SUFFIX(a);                            \
+          break;                                                                       \
+        case MathFn::Expm1:                                                            \
+          r = kiln ? _ZGV##ISA##N##LANES##v_kiln_expm1##SUFFIX(a)                      \
+                   : _ZGV##ISA##N##LANES##v_expm1##SUFFIX(a);                          \
+          break;                                                                       \
+        case MathFn::Log1p:                                                            \
+          r = kiln ? _ZGV##ISA##N##LANES##v_kiln_log1p##SUFFIX(a)                      \
+                   : _ZGV##ISA##N##LANES##v_log1p##SUFFIX(a);                          \
+          break;                                                                       \
+        case MathFn::Tanh:                                                             \
+          r = kiln ? _ZGV##ISA##N##LANES##v_kiln_tanh##SUFFIX(a)                       \
+                   : _ZGV##ISA##N##LANES##v_tanh##SUFFIX(a);                           \
+          break;                                                                       \
+        case MathFn::Asin:                                                             \
+          r = _ZGV##ISA##N##LANES##v_asin##SUFFIX(a);                                  \
+          break;                                                                       \
+        case MathFn::Acos:                                                             \
+          r = _ZGV##ISA##N##LANES##v_acos##SUFFIX(a);                                  \
+          break;                                                                       \
+        case MathFn::Atan:                                                             \
+          r = _ZGV##ISA##N##LANES##v_atan##SUFFIX(a);                                  \
+          break;                                                                       \
+        case MathFn::Pow:                                                              \
+          r = _ZGV##ISA##N##LANES##vv_pow##SUFFIX(a, b);                               \
+          break;                                                                       \
+      }                                                                                \
+      for (int k = 0; k < m; ++k) y[i + k] = r[k];                                     \
+    }                                                                                  \
   }
 
 namespace {
@@ -190,6 +213,15 @@ const char* libm_name(MathFn f) {
   return "?";
 }
 
+bool kiln_has(MathFn f) {
+  return f == MathFn::Exp || f == MathFn::Expm1 || f == MathFn::Log || f == MathFn::Log1p ||
+         f == MathFn::Tanh;
+}
+
+std::string call_name(MathFn f, const MathMode& mode) {
+  return (uses_kiln(f, mode) ? "kiln_" : "") + std::string(libm_name(f));
+}
+
 MathFn math_fn(UnaryFn f) {
   switch (f) {
     case UnaryFn::Sin:
@@ -239,13 +271,14 @@ void apply(MathFn f, const MathMode& mode, const double* x, const double* x2, do
     return;
   }
   check_isa(mode.isa);
+  bool kiln = uses_kiln(f, mode);
   switch (mode.isa) {
     case 'b':
-      return apply_b_d(f, x, x2, y, n);
+      return apply_b_d(f, kiln, x, x2, y, n);
     case 'd':
-      return apply_d_d(f, x, x2, y, n);
+      return apply_d_d(f, kiln, x, x2, y, n);
     case 'e':
-      return apply_e_d(f, x, x2, y, n);
+      return apply_e_d(f, kiln, x, x2, y, n);
   }
   throw InternalError(std::string("vector math: no ISA '") + mode.isa + "'");
 }
@@ -256,13 +289,14 @@ void apply(MathFn f, const MathMode& mode, const float* x, const float* x2, floa
     return;
   }
   check_isa(mode.isa);
+  bool kiln = uses_kiln(f, mode);
   switch (mode.isa) {
     case 'b':
-      return apply_b_f(f, x, x2, y, n);
+      return apply_b_f(f, kiln, x, x2, y, n);
     case 'd':
-      return apply_d_f(f, x, x2, y, n);
+      return apply_d_f(f, kiln, x, x2, y, n);
     case 'e':
-      return apply_e_f(f, x, x2, y, n);
+      return apply_e_f(f, kiln, x, x2, y, n);
   }
   throw InternalError(std::string("vector math: no ISA '") + mode.isa + "'");
 }

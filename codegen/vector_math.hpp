@@ -4,7 +4,9 @@
 // 'e' AVX-512), the same for every element: LLVM kernels call it from their vector loops and on
 // a splat in scalar code, and apply() calls it here. Each lane's value depends only on that
 // lane's input, so the values do not depend on chunking, fusion or the backend. Precise: glibc's
-// scalar functions (sin, sinf, ...).
+// scalar functions (sin, sinf, ...). Kiln (KILN_MATH=kiln): Kiln's own functions where it has
+// them, in variants of the same ISA and width, whose values are also the same on every ISA and
+// in GPU kernels (codegen/math).
 #pragma once
 #include <cstdint>
 
@@ -16,6 +18,7 @@ struct MathMode {
   bool precise = false;
   char isa = 'd';
   int lanes = 4;
+  bool kiln = false;  // Kiln's own functions where it has them (codegen/math), in the same variant
 };
 
 enum class MathFn : uint8_t { Sin, Cos, Tan, Exp, Log, Expm1, Log1p, Tanh, Asin, Acos, Atan, Pow };
@@ -25,6 +28,14 @@ inline constexpr int kNumMathFns = 12;
 const char* isa_name(char isa);
 
 const char* libm_name(MathFn f);  // glibc's double-precision name: "sin", ..., "pow"
+// Whether Kiln has its own f (codegen/math/kiln_math.inc): exp, expm1, log, log1p, tanh.
+bool kiln_has(MathFn f);
+// Whether `mode` evaluates f with Kiln's function (kiln, not precise, and Kiln has it).
+inline bool uses_kiln(MathFn f, const MathMode& mode) {
+  return mode.kiln && !mode.precise && kiln_has(f);
+}
+// The double-precision name kernels call f by in `mode`: "kiln_exp" where uses_kiln, else libm's.
+std::string call_name(MathFn f, const MathMode& mode);
 inline int arity(MathFn f) { return f == MathFn::Pow ? 2 : 1; }
 // The function a transcendental UnaryFn evaluates (Sigmoid: Exp of -x); throws InternalError
 // for the others.

@@ -25,12 +25,14 @@ struct PlanKey {
   bool row_fusion;
   bool push_slices;
   bool precise_math;  // selects other kernels
+  std::string math;   // KILN_MATH: so does this
   bool operator<(const PlanKey& o) const {
     if (device != o.device) return device < o.device;
     if (fuse != o.fuse) return fuse < o.fuse;
     if (row_fusion != o.row_fusion) return row_fusion < o.row_fusion;
     if (push_slices != o.push_slices) return push_slices < o.push_slices;
     if (precise_math != o.precise_math) return precise_math < o.precise_math;
+    if (math != o.math) return math < o.math;
     return outputs < o.outputs;
   }
 };
@@ -72,7 +74,7 @@ std::vector<NDArray> compute(const std::vector<Array>& arrays, const ComputeOpti
   Device device = resolve_device(opt.device);
   backend::Backend& be = backend::backend_for(device);
   bool rows = fuse && opt.row_fusion && !flags().no_row_fusion;
-  PlanKey key{{}, device, fuse, rows, push, flags().precise_math};
+  PlanKey key{{}, device, fuse, rows, push, flags().precise_math, flags().math};
   for (const auto& o : tmpl.outputs) key.outputs.push_back(o.get());
   std::shared_ptr<const Plan> plan;
   bool cached = false;

@@ -14,6 +14,7 @@ Flags from_env() {
   if (const char* v = std::getenv("KILN_NO_PUSH_SLICES")) f.no_push_slices = std::atoi(v) != 0;
   if (const char* v = std::getenv("KILN_NO_COMPILE")) f.no_compile = std::atoi(v) != 0;
   if (const char* v = std::getenv("KILN_PRECISE_MATH")) f.precise_math = std::atoi(v) != 0;
+  if (const char* v = std::getenv("KILN_MATH")) f.math = v;
   if (const char* v = std::getenv("KILN_TARGET_CPU")) f.target_cpu = v;
   if (const char* v = std::getenv("KILN_FAIL_ALLOC_ABOVE")) f.fail_alloc_above = std::atoll(v);
   if (const char* v = std::getenv("KILN_NO_BLOCK_POOL")) f.no_block_pool = std::atoi(v) != 0;

@@ -14,6 +14,9 @@
 // | KILN_PRECISE_MATH=1 | precise_math | transcendental functions from glibc's scalar libm (bit |
 // |                   |              | for bit glibc's results) instead of libmvec's variants,   |
 // |                   |              | which differ by up to 4 ulp and are several times faster  |
+// | KILN_MATH=kiln   | math         | exp, expm1, log, log1p, tanh from Kiln's own functions    |
+// |                   |              | (codegen/math): the same bits on every CPU ISA and GPU;   |
+// |                   |              | default libmvec                                           |
 // | KILN_TARGET_CPU=C | target_cpu   | kernels for LLVM CPU C (x86-64-v3: AVX2 and its libmvec   |
 // |                   |              | variant on an AVX-512 host) instead of the host's CPU     |
 // | KILN_FAIL_ALLOC_ABOVE=B | fail_alloc_above | tests: block allocations over B bytes fail |
@@ -43,6 +46,7 @@ struct Flags {
   bool no_push_slices = false;
   bool no_compile = false;
   bool precise_math = false;
+  std::string math;              // "" or "libmvec" (glibc's vector variants), "kiln" (codegen/math)
   std::string target_cpu;        // read when the JIT starts, the first compile of the process
   int64_t fail_alloc_above = 0;  // bytes
   bool no_block_pool = false;

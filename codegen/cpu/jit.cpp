@@ -29,6 +29,7 @@
 
 #include "codegen/cpu/llvm_printer.hpp"
 #include "codegen/kernel_support.hpp"
+#include "codegen/math/kiln_math.hpp"
 #include "support/error.hpp"
 #include "support/flags.hpp"
 #include "support/hash.hpp"
@@ -46,9 +47,9 @@ class Jit {
 
   KernelFn compile(const kir::Kernel& k, backend::KernelDumps* dumps) {
     // The math mode changes the code for the same kernel IR: it is part of both cache keys.
-    bool precise = flags().precise_math;
-    std::string text = k.str() + (precise ? "precise-math\n" : "");
-    uint64_t key = hash_mix(k.hash(), precise ? 1 : 0);
+    MathMode mode = math_mode_now();
+    std::string text = k.str() + (mode.precise ? "precise-math\n" : mode.kiln ? "kiln-math\n" : "");
+    uint64_t key = hash_mix(k.hash(), mode.precise ? 1 : mode.kiln ? 2 : 0);
     std::lock_guard<std::mutex> lock(mu_);
     auto it = fns_.find(text);
     if (it != fns_.end() && !dumps) return it->second;
@@ -68,7 +69,7 @@ class Jit {
       if (flags().no_compile)
         throw Error("compute: kernel " + std::string(name) +
                     " needs compiling but KILN_NO_COMPILE is set");
-      obj = build_object(k, name, dumps, precise);
+      obj = build_object(k, name, dumps, mode);
       ++stats_.compiled;
       if (!cache_file.empty()) write_cache(cache_file, *obj);
     }
@@ -94,6 +95,16 @@ class Jit {
 
   const std::string& target_id() const { return target_id_; }
   MathMode math_mode() const { return vector_math_; }
+  // The variant of this target, in the mode the flags say now (KILN_PRECISE_MATH, KILN_MATH).
+  MathMode math_mode_now() const {
+    MathMode m = vector_math_;
+    m.precise = flags().precise_math;
+    const std::string& math = flags().math;
+    if (math != "" && math != "libmvec" && math != "kiln")
+      throw Error("KILN_MATH: unknown math library '" + math + "' (libmvec, the default, or kiln)");
+    m.kiln = math == "kiln";
+    return m;
+  }
   std::string target_summary() const {
     return std::string(tm_->getTargetCPU()) + ", vector math " + vm::isa_name(vector_math_.isa);
   }
@@ -121,6 +132,9 @@ class Jit {
                                                    llvm::JITSymbolFlags::Exported};
     helpers[jit_->mangleAndIntern("kiln_normal_slow")] = {
         llvm::orc::ExecutorAddr::fromPtr(&kiln_normal_slow), llvm::JITSymbolFlags::Exported};
+    for (const auto& [sym, addr] : kmath::vector_symbols())  // Kiln's math, not exported
+      helpers[jit_->mangleAndIntern(sym)] = {llvm::orc::ExecutorAddr::fromPtr(addr),
+                                             llvm::JITSymbolFlags::Exported};
     llvm::cantFail(jd.define(llvm::orc::absoluteSymbols(std::move(helpers))));
     target_id_ = std::string(tm_->getTargetCPU()) + "|" +
                  std::string(tm_->getTargetFeatureString()) +
@@ -167,13 +181,12 @@ class Jit {
   }
 
   std::unique_ptr<llvm::MemoryBuffer> build_object(const kir::Kernel& k, const char* name,
-                                                   backend::KernelDumps* dumps, bool precise) {
+                                                   backend::KernelDumps* dumps, MathMode mode) {
+    bool precise = mode.precise;
     llvm::LLVMContext ctx;
     auto m = std::make_unique<llvm::Module>(name, ctx);
     m->setDataLayout(tm_->createDataLayout());
     m->setTargetTriple(tm_->getTargetTriple().str());
-    MathMode mode = vector_math_;
-    mode.precise = precise;
     llvm::Function* fn = print_llvm(k, *m, name, mode);
     fn->addFnAttr("target-cpu", tm_->getTargetCPU());
     fn->addFnAttr("target-features", tm_->getTargetFeatureString());
@@ -270,10 +283,6 @@ KernelFn compile(const kir::Kernel& k, backend::KernelDumps* dumps) {
 backend::CompileStats compile_stats() { return Jit::instance().stats(); }
 const std::string& target_id() { return Jit::instance().target_id(); }
 std::string target_summary() { return Jit::instance().target_summary(); }
-MathMode math_mode() {
-  MathMode m = Jit::instance().math_mode();
-  m.precise = flags().precise_math;
-  return m;
-}
+MathMode math_mode() { return Jit::instance().math_mode_now(); }
 
 }  // namespace kiln::cpu

@@ -781,10 +781,10 @@ class Printer {
   Value* call_intrinsic(llvm::Intrinsic::ID id, Value* x) { return b_.CreateUnaryIntrinsic(id, x); }
 
   // A transcendental function of one or two arguments (see MathMode).
-  Value* math(const char* name, std::vector<Value*> args) {
+  Value* math(const std::string& name, std::vector<Value*> args) {
     llvm::Type* t = args[0]->getType();
     bool f32 = t->isFloatTy();
-    std::string libm = std::string(name) + (f32 ? "f" : "");
+    std::string libm = name + (f32 ? "f" : "");
     std::vector<llvm::Type*> types(args.size(), t);
     auto* fty = llvm::FunctionType::get(t, types, false);
     llvm::FunctionCallee callee;
@@ -1006,7 +1006,7 @@ class Printer {
       case UnaryFn::Arcsin:
       case UnaryFn::Arccos:
       case UnaryFn::Arctan:
-        return math(vm::libm_name(vm::math_fn(f)), {x});
+        return math(vm::call_name(vm::math_fn(f), mode_), {x});
       case UnaryFn::Floor:  // integers and bools: themselves (NumPy 2 keeps their dtype)
         return fp ? call_intrinsic(I::floor, x) : x;
       case UnaryFn::Ceil:
@@ -1047,7 +1047,7 @@ class Printer {
       case BinaryFn::CopySign:
         return b_.CreateBinaryIntrinsic(llvm::Intrinsic::copysign, a, b);
       case BinaryFn::Pow:
-        if (fp) return math(vm::libm_name(vm::MathFn::Pow), {a, b});
+        if (fp) return math(vm::call_name(vm::MathFn::Pow, mode_), {a, b});
         return ipow(a, b);
       case BinaryFn::Lt:
       case BinaryFn::Le:
@@ -1210,9 +1210,13 @@ llvm::Function* print_llvm(const kir::Kernel& k, llvm::Module& m, const std::str
 std::vector<VectorMapping> vector_mappings(const MathMode& mode) {
   std::vector<VectorMapping> v;
   if (mode.precise) return v;
-  for (int m = 0; m < vm::kNumMathFns; ++m) {
-    auto f = static_cast<vm::MathFn>(m);
-    const char* fn = vm::libm_name(f);
+  // libm's names and, for the functions Kiln has, Kiln's (kiln_exp): both sets are mapped, the
+  // printer calls one of them (vm::call_name).
+  for (int m = 0; m < 2 * vm::kNumMathFns; ++m) {
+    auto f = static_cast<vm::MathFn>(m % vm::kNumMathFns);
+    bool kiln = m >= vm::kNumMathFns;
+    if (kiln && !vm::kiln_has(f)) continue;
+    std::string fn = (kiln ? "kiln_" : "") + std::string(vm::libm_name(f));
     std::string params(static_cast<size_t>(vm::arity(f)), 'v');
     for (bool f32 : {false, true}) {
       std::string libm = std::string(fn) + (f32 ? "f" : "");

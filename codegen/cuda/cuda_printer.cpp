@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "codegen/vector_math.hpp"
 #include "support/error.hpp"
 
 namespace kiln::cuda {
@@ -138,7 +139,8 @@ std::string math_call(const char* name, DType t) {
 
 class Printer {
  public:
-  Printer(const kir::Kernel& k, Flavor flavor) : k_(k), flavor_(flavor) {
+  Printer(const kir::Kernel& k, Flavor flavor, bool kiln_math)
+      : k_(k), flavor_(flavor), kiln_math_(kiln_math) {
     int r = k.rank;
     for (const auto& l : k.leaves) {
       random_ = random_ || l.kind == kir::LeafKind::Random;
@@ -165,7 +167,7 @@ class Printer {
   Printed run() {
     Printed p;
     p.shape = shape_;
-    s_ = prelude(flavor_, normals_);
+    s_ = prelude(flavor_, normals_, kiln_math_);
     s_ += "\n// kernel " + hex_u64(k_.hash()) + ": " + mode_name() + "\n";
     print_acc();
     print_thread();
@@ -350,6 +352,8 @@ class Printer {
       case UnaryFn::Arccos:
       case UnaryFn::Arctan:
         if (!fp) undefined(unary_name(f), t);
+        if (kiln_math_ && f != UnaryFn::Sqrt && vm::kiln_has(vm::math_fn(f)))
+          return math_call((std::string("kiln_") + math_name(f)).c_str(), t) + "(" + a + ")";
         return math_call(math_name(f), t) + "(" + a + ")";
       case UnaryFn::IsNan:
         return "(kiln_u8)(" + a + " != " + a + ")";
@@ -762,6 +766,7 @@ extern "C" unsigned kiln_emu_launch(const kiln_i64* I, const double* F, void* co
 
   const kir::Kernel& k_;
   Flavor flavor_;
+  bool kiln_math_;
   KernelShape shape_;
   bool random_ = false, normals_ = false;
   bool strips_[2] = {false, false};
@@ -772,7 +777,9 @@ extern "C" unsigned kiln_emu_launch(const kiln_i64* I, const double* F, void* co
 
 }  // namespace
 
-Printed print(const kir::Kernel& k, Flavor flavor) { return Printer(k, flavor).run(); }
+Printed print(const kir::Kernel& k, Flavor flavor, bool kiln_math) {
+  return Printer(k, flavor, kiln_math).run();
+}
 
 Launch launch_for(const kir::Kernel& k, const KernelShape& s, const int64_t* I) {
   Launch l;

@@ -43,7 +43,9 @@ struct Printed {
 // kiln_emu_launch(const long long* I, const double* F, void* const* P, long long grid), which
 // returns the status word. status bit 1: an integer was raised to a negative power.
 // scratch (tree kernels): 256 bytes of zeroed ticket counter, then one partial per block.
-Printed print(const kir::Kernel& k, Flavor flavor);
+// kiln_math: exp, expm1, log, log1p, tanh from Kiln's own functions (codegen/math), the same
+// bits as the CPU's in KILN_MATH=kiln; else the device's libm.
+Printed print(const kir::Kernel& k, Flavor flavor, bool kiln_math);
 
 // The launch of one block of the kernel: work items (threads' share, see Mode) and grid size.
 struct Launch {
@@ -54,7 +56,7 @@ struct Launch {
 Launch launch_for(const kir::Kernel& k, const KernelShape& s, const int64_t* I);
 
 // Parts of the prelude (prelude.cpp).
-std::string prelude(Flavor flavor, bool normals);
+std::string prelude(Flavor flavor, bool normals, bool kiln_math);
 std::string block_tree(Flavor flavor);
 
 }  // namespace kiln::cuda

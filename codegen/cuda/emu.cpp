@@ -66,6 +66,9 @@ std::vector<int> parse_arches(const std::string& s) {
   return out;
 }
 
+// KILN_MATH=kiln (and not precise): Kiln's functions, as the CPU kernels call them.
+bool kiln_math() { return flags().math == "kiln" && !flags().precise_math; }
+
 std::string read_file(const std::string& path) {
   std::ifstream f(path);
   std::stringstream ss;
@@ -84,7 +87,7 @@ class EmuBackend final : public backend::Backend {
   std::shared_ptr<const backend::Kernel> compile(const kir::Kernel& k,
                                                  backend::KernelDumps* dumps) override {
     auto t0 = std::chrono::steady_clock::now();
-    Printed p = print(k, Flavor::Emu);
+    Printed p = print(k, Flavor::Emu, kiln_math());
     if (dumps) dumps->printed = p.source;
     check_with_nvrtc(k);
     std::lock_guard<std::mutex> lock(mu_);
@@ -123,7 +126,7 @@ class EmuBackend final : public backend::Backend {
     const std::string& arches = flags().cuda_check;
     if (arches.empty()) return;
     std::vector<int> list = parse_arches(arches);
-    Printed p = print(k, Flavor::Device);
+    Printed p = print(k, Flavor::Device, kiln_math());
     uint64_t h = 0;
     for (unsigned char c : p.source) h = hash_mix(h, c);
     {

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "codegen/cuda/cuda_printer.hpp"
+#include "codegen/math/kiln_math.hpp"
 #include "support/ziggurat_tables.hpp"
 
 namespace kiln::cuda {
@@ -267,6 +268,27 @@ template <class A> static A kiln_block_tree_emu(A* lanes) {
 }
 )";
 
+// Kiln's math functions as plain doubles; floats through double, rounded once.
+const char* kMathHead = R"(
+KILN_FN double kiln_m_fma(double a, double b, double c) { return fma(a, b, c); }
+KILN_FN double kiln_m_rint(double x) { return rint(x); }
+KILN_FN kiln_u64 kiln_m_bits(double x) { return kiln_bits_of_f64(x); }
+KILN_FN double kiln_m_from_bits(double, kiln_u64 b) { return kiln_f64_from_bits(b); }
+KILN_FN double kiln_m_splat(double, double c) { return c; }
+KILN_FN bool kiln_m_all(bool m) { return m; }
+#define KILN_M_FN KILN_FN
+)";
+const char* kMathTail = R"(
+#define KILN_M_WRAP(FN)                                                                  \
+  KILN_FN double kiln_##FN(double x) { return kiln_m_##FN<double, kiln_u64>(x); }       \
+  KILN_FN float kiln_##FN##f(float x) { return (float)kiln_##FN((double)x); }
+KILN_M_WRAP(exp)
+KILN_M_WRAP(expm1)
+KILN_M_WRAP(log)
+KILN_M_WRAP(log1p)
+KILN_M_WRAP(tanh)
+)";
+
 void append_table(std::string& s, const char* name, const double* t, int n) {
   s += "KILN_TABLE double ";
   s += name;
@@ -281,10 +303,15 @@ void append_table(std::string& s, const char* name, const double* t, int n) {
 
 }  // namespace
 
-std::string prelude(Flavor flavor, bool normals) {
+std::string prelude(Flavor flavor, bool normals, bool kiln_math) {
   bool emu = flavor == Flavor::Emu;
   std::string s = emu ? kEmuHead : kDeviceHead;
   s += kCommon;
+  if (kiln_math) {
+    s += kMathHead;
+    s += kmath::source();
+    s += kMathTail;
+  }
   if (normals) {
     char buf[160];
     std::snprintf(buf, sizeof buf,

@@ -140,6 +140,10 @@ TEST(Cuda, NvrtcCompilesTheGpuBuildForSm80AndSm90) {
                      {n.sum(), n.argmax(1), n - n.mean({1}, true), pow(k, k % 3), n.sum({0}),
                       (k > 4).all({0}), floor_divide(k, k - 4) + (k << 2)},
                      &src));
+  // Kiln's own math functions (KILN_MATH=kiln) in the GPU build too.
+  flags().math = "kiln";
+  EXPECT_NO_THROW(on(Device::CudaEmu, {exp(n) + log1p(abs(n)) - tanh(n) * expm1(n) + log(k + 1)}));
+  flags().math = "";
   flags().cuda_check = saved;
   std::set<std::string> m = modes(src);
   EXPECT_TRUE(m.count("flat") && m.count("owned")) << src.substr(0, 4000);

@@ -1,0 +1,120 @@
+// Vector math: Kiln's own functions (codegen/math) against glibc's libmvec, the variants JIT
+// kernels call (the widest ISA the host has: AVX-512 or AVX2), called in a loop over 4096
+// doubles in L1, one core; counter ns_per_elem. Args: function (vm::MathFn), library (0
+// libmvec, 1 Kiln).
+#include <benchmark/benchmark.h>
+
+#include <random>
+#include <vector>
+
+#include "codegen/vector_math.hpp"
+
+#pragma GCC diagnostic ignored "-Wpsabi"
+
+namespace {
+
+typedef double d4 __attribute__((vector_size(32)));
+typedef double d8 __attribute__((vector_size(64)));
+
+#define KILN_BM_DECLARE(FN)             \
+  extern "C" d4 _ZGVdN4v_##FN(d4);      \
+  extern "C" d4 _ZGVdN4v_kiln_##FN(d4); \
+  extern "C" d8 _ZGVeN8v_##FN(d8);      \
+  extern "C" d8 _ZGVeN8v_kiln_##FN(d8);
+KILN_BM_DECLARE(exp)
+KILN_BM_DECLARE(expm1)
+KILN_BM_DECLARE(log)
+KILN_BM_DECLARE(log1p)
+KILN_BM_DECLARE(tanh)
+
+template <class V, int L>
+void loop(V (*fn)(V), const double* x, double* y, int n) {
+  for (int i = 0; i < n; i += L) {
+    V v;
+    __builtin_memcpy(&v, x + i, sizeof v);
+    v = fn(v);
+    __builtin_memcpy(y + i, &v, sizeof v);
+  }
+}
+
+__attribute__((target("avx512f"))) void run_e(kiln::vm::MathFn f, bool kiln, const double* x,
+                                              double* y, int n) {
+  using kiln::vm::MathFn;
+  d8 (*fn)(d8) = nullptr;
+  switch (f) {
+    case MathFn::Exp:
+      fn = kiln ? _ZGVeN8v_kiln_exp : _ZGVeN8v_exp;
+      break;
+    case MathFn::Expm1:
+      fn = kiln ? _ZGVeN8v_kiln_expm1 : _ZGVeN8v_expm1;
+      break;
+    case MathFn::Log:
+      fn = kiln ? _ZGVeN8v_kiln_log : _ZGVeN8v_log;
+      break;
+    case MathFn::Log1p:
+      fn = kiln ? _ZGVeN8v_kiln_log1p : _ZGVeN8v_log1p;
+      break;
+    default:
+      fn = kiln ? _ZGVeN8v_kiln_tanh : _ZGVeN8v_tanh;
+      break;
+  }
+  loop<d8, 8>(fn, x, y, n);
+}
+
+__attribute__((target("avx2,fma"))) void run_d(kiln::vm::MathFn f, bool kiln, const double* x,
+                                               double* y, int n) {
+  using kiln::vm::MathFn;
+  d4 (*fn)(d4) = nullptr;
+  switch (f) {
+    case MathFn::Exp:
+      fn = kiln ? _ZGVdN4v_kiln_exp : _ZGVdN4v_exp;
+      break;
+    case MathFn::Expm1:
+      fn = kiln ? _ZGVdN4v_kiln_expm1 : _ZGVdN4v_expm1;
+      break;
+    case MathFn::Log:
+      fn = kiln ? _ZGVdN4v_kiln_log : _ZGVdN4v_log;
+      break;
+    case MathFn::Log1p:
+      fn = kiln ? _ZGVdN4v_kiln_log1p : _ZGVdN4v_log1p;
+      break;
+    default:
+      fn = kiln ? _ZGVdN4v_kiln_tanh : _ZGVdN4v_tanh;
+      break;
+  }
+  loop<d4, 4>(fn, x, y, n);
+}
+
+void BM_VectorMath(benchmark::State& state) {
+  auto f = static_cast<kiln::vm::MathFn>(state.range(0));
+  bool kiln = state.range(1) != 0;
+  bool avx512 = __builtin_cpu_supports("avx512f");
+  const int n = 4096;
+  std::mt19937_64 g(3);
+  // Arguments where the functions are used: exp/expm1/tanh in [-10, 10], log/log1p in (0, 100].
+  bool positive = f == kiln::vm::MathFn::Log || f == kiln::vm::MathFn::Log1p;
+  std::uniform_real_distribution<double> u(positive ? 1e-3 : -10, positive ? 100 : 10);
+  std::vector<double> x(n), y(n);
+  for (double& v : x) v = u(g);
+  for (auto _ : state) {
+    if (avx512)
+      run_e(f, kiln, x.data(), y.data(), n);
+    else
+      run_d(f, kiln, x.data(), y.data(), n);
+    benchmark::DoNotOptimize(y.data());
+  }
+  state.SetLabel(std::string(kiln ? "kiln_" : "") + kiln::vm::libm_name(f) +
+                 (avx512 ? " AVX-512" : " AVX2"));
+  state.counters["ns_per_elem"] =
+      benchmark::Counter(double(n) * double(state.iterations()),
+                         benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+}
+
+}  // namespace
+
+BENCHMARK(BM_VectorMath)
+    ->ArgsProduct({{int(kiln::vm::MathFn::Exp), int(kiln::vm::MathFn::Expm1),
+                    int(kiln::vm::MathFn::Log), int(kiln::vm::MathFn::Log1p),
+                    int(kiln::vm::MathFn::Tanh)},
+                   {0, 1}})
+    ->ArgNames({"fn", "kiln"});

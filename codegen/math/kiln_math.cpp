@@ -1,0 +1,166 @@
+// Kiln's math functions (kiln_math.inc) for the host: the vector variants CPU kernels call, under
+// the x86 vector function ABI's names (_ZGVdN4v_kiln_exp: AVX2, 4 doubles, ...), so the JIT maps
+// its scalar calls to them as it maps libm's to libmvec's; a scalar version for tests; and the
+// text of the source for the CUDA printer.
+#include "codegen/math/kiln_math.hpp"
+
+#include <immintrin.h>
+
+#include <cmath>
+#include <cstring>
+
+#include "support/error.hpp"
+
+#pragma GCC diagnostic ignored "-Wpsabi"
+
+// --- scalar ---------------------------------------------------------------------------------
+namespace kiln_math_scalar {
+typedef unsigned long long I;
+static inline double kiln_m_fma(double a, double b, double c) { return std::fma(a, b, c); }
+static inline double kiln_m_rint(double x) { return std::rint(x); }
+static inline I kiln_m_bits(double x) {
+  I b;
+  std::memcpy(&b, &x, 8);
+  return b;
+}
+static inline double kiln_m_from_bits(double, I b) {
+  double x;
+  std::memcpy(&x, &b, 8);
+  return x;
+}
+static inline double kiln_m_splat(double, double c) { return c; }
+static inline bool kiln_m_all(bool m) { return m; }
+#define KILN_M_FN static inline
+#include "codegen/math/kiln_math.inc"
+#undef KILN_M_FN
+}  // namespace kiln_math_scalar
+
+// --- vectors ------------------------------------------------------------------------------------
+// One namespace per ISA, each with the source included under that ISA's target options.
+#define KILN_M_VECTOR_HELPERS(V, I, FMA, RINT, ALL)                                        \
+  template <class M> /* a comparison's mask: an int64 vector (long or long long) */        \
+  static inline __attribute__((always_inline)) bool kiln_m_all(M m) {                      \
+    return ALL;                                                                            \
+  }                                                                                        \
+  static inline __attribute__((always_inline)) V kiln_m_fma(V a, V b, V c) { return FMA; } \
+  static inline __attribute__((always_inline)) V kiln_m_rint(V x) { return RINT; }         \
+  static inline __attribute__((always_inline)) I kiln_m_bits(V x) { return (I)x; }         \
+  static inline __attribute__((always_inline)) V kiln_m_from_bits(V, I b) { return (V)b; } \
+  static inline __attribute__((always_inline)) V kiln_m_splat(V, double c) {               \
+    V v;                                                                                   \
+    for (int i = 0; i < int(sizeof(V) / 8); ++i) v[i] = c;                                 \
+    return v;                                                                              \
+  }
+
+#pragma GCC push_options
+#pragma GCC target("sse4.2")
+namespace kiln_math_b {
+typedef double V __attribute__((vector_size(16)));
+typedef unsigned long long I __attribute__((vector_size(16)));
+typedef float F __attribute__((vector_size(16)));
+// SSE4 has no FMA instruction: each lane through libm's fma (exact; only the x86-64-v2 target).
+KILN_M_VECTOR_HELPERS(V, I, (V{std::fma(a[0], b[0], c[0]), std::fma(a[1], b[1], c[1])}),
+                      _mm_round_pd(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC),
+                      _mm_movemask_pd(reinterpret_cast<__m128d>(m)) == 3)
+#define KILN_M_FN static inline __attribute__((always_inline))
+#include "codegen/math/kiln_math.inc"
+#undef KILN_M_FN
+}  // namespace kiln_math_b
+#pragma GCC pop_options
+
+#pragma GCC push_options
+#pragma GCC target("avx2,fma")
+namespace kiln_math_d {
+typedef double V __attribute__((vector_size(32)));
+typedef unsigned long long I __attribute__((vector_size(32)));
+typedef float F __attribute__((vector_size(32)));
+KILN_M_VECTOR_HELPERS(V, I, _mm256_fmadd_pd(a, b, c),
+                      _mm256_round_pd(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC),
+                      _mm256_movemask_pd(reinterpret_cast<__m256d>(m)) == 15)
+#define KILN_M_FN static inline __attribute__((always_inline))
+#include "codegen/math/kiln_math.inc"
+#undef KILN_M_FN
+}  // namespace kiln_math_d
+#pragma GCC pop_options
+
+#pragma GCC push_options
+#pragma GCC target("avx512f")
+namespace kiln_math_e {
+typedef double V __attribute__((vector_size(64)));
+typedef unsigned long long I __attribute__((vector_size(64)));
+typedef float F __attribute__((vector_size(64)));
+KILN_M_VECTOR_HELPERS(V, I, _mm512_fmadd_pd(a, b, c),
+                      _mm512_maskz_roundscale_pd(0xff, x,
+                                                 _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC),
+                      _mm512_test_epi64_mask(reinterpret_cast<__m512i>(m),
+                                             reinterpret_cast<__m512i>(m)) == 0xff)
+#define KILN_M_FN static inline __attribute__((always_inline))
+#include "codegen/math/kiln_math.inc"
+#undef KILN_M_FN
+}  // namespace kiln_math_e
+#pragma GCC pop_options
+
+// The exported variants: doubles, and floats computed in double and rounded once (two double
+// vectors per float vector).
+#define KILN_M_EXPORT(ISA, TARGET, ND, NF, NS, FN)                                             \
+  extern "C" __attribute__((target(TARGET))) NS::V _ZGV##ISA##N##ND##v_kiln_##FN(NS::V x) {    \
+    return NS::kiln_m_##FN<NS::V, NS::I>(x);                                                   \
+  }                                                                                            \
+  extern "C" __attribute__((target(TARGET))) NS::F _ZGV##ISA##N##NF##v_kiln_##FN##f(NS::F x) { \
+    NS::V lo, hi;                                                                              \
+    for (int i = 0; i < ND; ++i) {                                                             \
+      lo[i] = x[i];                                                                            \
+      hi[i] = x[i + ND];                                                                       \
+    }                                                                                          \
+    lo = NS::kiln_m_##FN<NS::V, NS::I>(lo);                                                    \
+    hi = NS::kiln_m_##FN<NS::V, NS::I>(hi);                                                    \
+    NS::F r;                                                                                   \
+    for (int i = 0; i < ND; ++i) {                                                             \
+      r[i] = static_cast<float>(lo[i]);                                                        \
+      r[i + ND] = static_cast<float>(hi[i]);                                                   \
+    }                                                                                          \
+    return r;                                                                                  \
+  }
+#define KILN_M_EXPORT_ALL(FN)                                            \
+  KILN_M_EXPORT(b, "sse4.2", 2, 4, kiln_math_b, FN)                      \
+  KILN_M_EXPORT(d, "avx2,fma", 4, 8, kiln_math_d, FN)                    \
+  KILN_M_EXPORT(e, "avx512f", 8, 16, kiln_math_e, FN)                    \
+  extern "C" double kiln_##FN(double x) {                                \
+    return kiln_math_scalar::kiln_m_##FN<double, unsigned long long>(x); \
+  }
+
+KILN_M_EXPORT_ALL(exp)
+KILN_M_EXPORT_ALL(expm1)
+KILN_M_EXPORT_ALL(log)
+KILN_M_EXPORT_ALL(log1p)
+KILN_M_EXPORT_ALL(tanh)
+
+namespace kiln::kmath {
+
+namespace {
+const char kSource[] =
+#include "kiln_math_text.inc"
+    ;
+}  // namespace
+
+const char* source() { return kSource; }
+
+std::vector<std::pair<std::string, void*>> vector_symbols() {
+  std::vector<std::pair<std::string, void*>> v;
+#define KILN_M_SYMBOLS(FN)                                                                   \
+  v.emplace_back("_ZGVbN2v_kiln_" #FN, reinterpret_cast<void*>(&_ZGVbN2v_kiln_##FN));        \
+  v.emplace_back("_ZGVdN4v_kiln_" #FN, reinterpret_cast<void*>(&_ZGVdN4v_kiln_##FN));        \
+  v.emplace_back("_ZGVeN8v_kiln_" #FN, reinterpret_cast<void*>(&_ZGVeN8v_kiln_##FN));        \
+  v.emplace_back("_ZGVbN4v_kiln_" #FN "f", reinterpret_cast<void*>(&_ZGVbN4v_kiln_##FN##f)); \
+  v.emplace_back("_ZGVdN8v_kiln_" #FN "f", reinterpret_cast<void*>(&_ZGVdN8v_kiln_##FN##f)); \
+  v.emplace_back("_ZGVeN16v_kiln_" #FN "f", reinterpret_cast<void*>(&_ZGVeN16v_kiln_##FN##f));
+  KILN_M_SYMBOLS(exp)
+  KILN_M_SYMBOLS(expm1)
+  KILN_M_SYMBOLS(log)
+  KILN_M_SYMBOLS(log1p)
+  KILN_M_SYMBOLS(tanh)
+#undef KILN_M_SYMBOLS
+  return v;
+}
+
+}  // namespace kiln::kmath

@@ -1,0 +1,25 @@
+// Kiln's own transcendental functions (kiln_math.inc): the same bits on every CPU vector ISA,
+// the host scalar code and GPUs. codegen/vector_math.hpp chooses them (MathMode::kiln) or
+// libmvec's or glibc's; the CUDA printer prints their source into every kernel.
+#pragma once
+#include <string>
+#include <utility>
+#include <vector>
+
+extern "C" {
+double kiln_exp(double x);
+double kiln_expm1(double x);
+double kiln_log(double x);
+double kiln_log1p(double x);
+double kiln_tanh(double x);
+}
+
+namespace kiln::kmath {
+
+// kiln_math.inc's text, for printers of other languages (CUDA).
+const char* source();
+
+// The vector variants' names and addresses (_ZGVeN8v_kiln_exp, ...), for the JIT's symbol table.
+std::vector<std::pair<std::string, void*>> vector_symbols();
+
+}  // namespace kiln::kmath

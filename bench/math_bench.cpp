@@ -26,6 +26,9 @@ KILN_BM_DECLARE(expm1)
 KILN_BM_DECLARE(log)
 KILN_BM_DECLARE(log1p)
 KILN_BM_DECLARE(tanh)
+KILN_BM_DECLARE(sin)
+KILN_BM_DECLARE(cos)
+KILN_BM_DECLARE(tan)
 
 template <class V, int L>
 void loop(V (*fn)(V), const double* x, double* y, int n) {
@@ -54,6 +57,15 @@ __attribute__((target("avx512f"))) void run_e(kiln::vm::MathFn f, bool kiln, con
     case MathFn::Log1p:
       fn = kiln ? _ZGVeN8v_kiln_log1p : _ZGVeN8v_log1p;
       break;
+    case MathFn::Sin:
+      fn = kiln ? _ZGVeN8v_kiln_sin : _ZGVeN8v_sin;
+      break;
+    case MathFn::Cos:
+      fn = kiln ? _ZGVeN8v_kiln_cos : _ZGVeN8v_cos;
+      break;
+    case MathFn::Tan:
+      fn = kiln ? _ZGVeN8v_kiln_tan : _ZGVeN8v_tan;
+      break;
     default:
       fn = kiln ? _ZGVeN8v_kiln_tanh : _ZGVeN8v_tanh;
       break;
@@ -78,6 +90,15 @@ __attribute__((target("avx2,fma"))) void run_d(kiln::vm::MathFn f, bool kiln, co
     case MathFn::Log1p:
       fn = kiln ? _ZGVdN4v_kiln_log1p : _ZGVdN4v_log1p;
       break;
+    case MathFn::Sin:
+      fn = kiln ? _ZGVdN4v_kiln_sin : _ZGVdN4v_sin;
+      break;
+    case MathFn::Cos:
+      fn = kiln ? _ZGVdN4v_kiln_cos : _ZGVdN4v_cos;
+      break;
+    case MathFn::Tan:
+      fn = kiln ? _ZGVdN4v_kiln_tan : _ZGVdN4v_tan;
+      break;
     default:
       fn = kiln ? _ZGVdN4v_kiln_tanh : _ZGVdN4v_tanh;
       break;
@@ -91,7 +112,8 @@ void BM_VectorMath(benchmark::State& state) {
   bool avx512 = __builtin_cpu_supports("avx512f");
   const int n = 4096;
   std::mt19937_64 g(3);
-  // Arguments where the functions are used: exp/expm1/tanh in [-10, 10], log/log1p in (0, 100].
+  // Arguments where the functions are used: exp/expm1/tanh/sin/cos/tan in [-10, 10], log/log1p in
+  // (0, 100].
   bool positive = f == kiln::vm::MathFn::Log || f == kiln::vm::MathFn::Log1p;
   std::uniform_real_distribution<double> u(positive ? 1e-3 : -10, positive ? 100 : 10);
   std::vector<double> x(n), y(n);
@@ -115,6 +137,7 @@ void BM_VectorMath(benchmark::State& state) {
 BENCHMARK(BM_VectorMath)
     ->ArgsProduct({{int(kiln::vm::MathFn::Exp), int(kiln::vm::MathFn::Expm1),
                     int(kiln::vm::MathFn::Log), int(kiln::vm::MathFn::Log1p),
-                    int(kiln::vm::MathFn::Tanh)},
+                    int(kiln::vm::MathFn::Tanh), int(kiln::vm::MathFn::Sin),
+                    int(kiln::vm::MathFn::Cos), int(kiln::vm::MathFn::Tan)},
                    {0, 1}})
     ->ArgNames({"fn", "kiln"});

@@ -61,7 +61,13 @@ KILN_VM_DECLARE(e, 8, 16, d8, f16)
   extern "C" VF _ZGV##ISA##N##NF##v_kiln_expm1f(VF); \
   extern "C" VF _ZGV##ISA##N##NF##v_kiln_logf(VF);   \
   extern "C" VF _ZGV##ISA##N##NF##v_kiln_log1pf(VF); \
-  extern "C" VF _ZGV##ISA##N##NF##v_kiln_tanhf(VF);
+  extern "C" VF _ZGV##ISA##N##NF##v_kiln_tanhf(VF);  \
+  extern "C" VD _ZGV##ISA##N##ND##v_kiln_sin(VD);    \
+  extern "C" VD _ZGV##ISA##N##ND##v_kiln_cos(VD);    \
+  extern "C" VD _ZGV##ISA##N##ND##v_kiln_tan(VD);    \
+  extern "C" VF _ZGV##ISA##N##NF##v_kiln_sinf(VF);   \
+  extern "C" VF _ZGV##ISA##N##NF##v_kiln_cosf(VF);   \
+  extern "C" VF _ZGV##ISA##N##NF##v_kiln_tanf(VF);
 
 KILN_KM_DECLARE(b, 2, 4, d2, f4)
 KILN_KM_DECLARE(d, 4, 8, d4, f8)
@@ -83,13 +89,16 @@ KILN_KM_DECLARE(e, 8, 16, d8, f16)
       V r;                                                                             \
       switch (f) {                                                                     \
         case MathFn::Sin:                                                              \
-          r = _ZGV##ISA##N##LANES##v_sin##SUFFIX(a);                                   \
+          r = kiln ? _ZGV##ISA##N##LANES##v_kiln_sin##SUFFIX(a)                        \
+                   : _ZGV##ISA##N##LANES##v_sin##SUFFIX(a);                            \
           break;                                                                       \
         case MathFn::Cos:                                                              \
-          r = _ZGV##ISA##N##LANES##v_cos##SUFFIX(a);                                   \
+          r = kiln ? _ZGV##ISA##N##LANES##v_kiln_cos##SUFFIX(a)                        \
+                   : _ZGV##ISA##N##LANES##v_cos##SUFFIX(a);                            \
           break;                                                                       \
         case MathFn::Tan:                                                              \
-          r = _ZGV##ISA##N##LANES##v_tan##SUFFIX(a);                                   \
+          r = kiln ? _ZGV##ISA##N##LANES##v_kiln_tan##SUFFIX(a)                        \
+                   : _ZGV##ISA##N##LANES##v_tan##SUFFIX(a);                            \
           break;                                                                       \
         case MathFn::Exp:                                                              \
           r = kiln ? _ZGV##ISA##N##LANES##v_kiln_exp##SUFFIX(a)                        \
@@ -215,7 +224,7 @@ const char* libm_name(MathFn f) {
 
 bool kiln_has(MathFn f) {
   return f == MathFn::Exp || f == MathFn::Expm1 || f == MathFn::Log || f == MathFn::Log1p ||
-         f == MathFn::Tanh;
+         f == MathFn::Tanh || f == MathFn::Sin || f == MathFn::Cos || f == MathFn::Tan;
 }
 
 std::string call_name(MathFn f, const MathMode& mode) {

@@ -38,6 +38,16 @@ namespace kiln::cpu {
 
 namespace {
 
+// Kiln's math library changes what kiln-math kernels call (which functions are Kiln's, and
+// their code): its source's hash is part of the cache key.
+std::string math_source_hash() {
+  uint64_t h = 0;
+  for (const char* c = kmath::source(); *c; ++c) h = hash_mix(h, static_cast<unsigned char>(*c));
+  char buf[20];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
+  return buf;
+}
+
 class Jit {
  public:
   static Jit& instance() {
@@ -138,7 +148,8 @@ class Jit {
     llvm::cantFail(jd.define(llvm::orc::absoluteSymbols(std::move(helpers))));
     target_id_ = std::string(tm_->getTargetCPU()) + "|" +
                  std::string(tm_->getTargetFeatureString()) +
-                 "|llvm-" LLVM_VERSION_STRING "|printer-" + std::to_string(kPrinterVersion);
+                 "|llvm-" LLVM_VERSION_STRING "|printer-" + std::to_string(kPrinterVersion) +
+                 "|kmath-" + math_source_hash();
     // One libmvec variant per target: the widest ISA it has (see MathMode).
     const llvm::MCSubtargetInfo* sti = tm_->getMCSubtargetInfo();
     if (sti->checkFeatures("+avx512f"))

@@ -134,7 +134,7 @@ class EmuBackend final : public backend::Backend {
       if (!checked_.insert(h).second) return;
     }
     for (int a : list) {
-      NvrtcOutput out = nvrtc_compile(p.source, a, "kiln_kernel.cu");
+      NvrtcOutput out = nvrtc_cubin(p.source, a, "kiln_kernel.cu");
       if (!out.ok)
         throw InternalError("cuda-emu: NVRTC rejects the GPU build of a kernel for sm_" +
                             std::to_string(a) + ":\n" + out.log + "\n--- source ---\n" + p.source);

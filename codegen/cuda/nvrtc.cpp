@@ -5,11 +5,18 @@
 #include <dlfcn.h>
 
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <mutex>
+#include <unordered_map>
 #include <vector>
 
 #include "support/error.hpp"
+#include "support/flags.hpp"
+#include "support/hash.hpp"
 
 namespace kiln::cuda {
 
@@ -105,6 +112,63 @@ NvrtcOutput nvrtc_compile(const std::string& source, int arch, const std::string
   }
   a.destroy(&prog);
   out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return out;
+}
+
+namespace {
+std::mutex g_cache_mu;
+std::unordered_map<uint64_t, std::string> g_cubins;  // key -> cubin
+}  // namespace
+
+void nvrtc_forget_memory_cache() {
+  std::lock_guard<std::mutex> lock(g_cache_mu);
+  g_cubins.clear();
+}
+
+NvrtcOutput nvrtc_cubin(const std::string& source, int arch, const std::string& name) {
+  uint64_t key = 0x6b696c6e63756269ULL;
+  for (unsigned char c : source) key = hash_mix(key, c);
+  for (unsigned char c : nvrtc_version()) key = hash_mix(key, c);
+  key = hash_mix(key, static_cast<uint64_t>(arch));
+  NvrtcOutput out;
+  {
+    std::lock_guard<std::mutex> lock(g_cache_mu);
+    if (auto it = g_cubins.find(key); it != g_cubins.end()) {
+      out.ok = out.cached = true;
+      out.cubin = it->second;
+      return out;
+    }
+  }
+  std::string path;
+  if (const std::string& dir = flags().cache_dir; !dir.empty()) {
+    char file[48];
+    std::snprintf(file, sizeof file, "/cubin-%016llx.cubin", static_cast<unsigned long long>(key));
+    path = dir + file;
+    std::ifstream f(path, std::ios::binary);
+    if (f) {
+      out.cubin.assign(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
+      if (!out.cubin.empty()) {
+        out.ok = out.cached = true;
+        std::lock_guard<std::mutex> lock(g_cache_mu);
+        g_cubins[key] = out.cubin;
+        return out;
+      }
+    }
+  }
+  out = nvrtc_compile(source, arch, name);
+  if (!out.ok) return out;
+  std::lock_guard<std::mutex> lock(g_cache_mu);
+  g_cubins[key] = out.cubin;
+  if (!path.empty()) {  // a read-only or missing cache directory is not an error
+    std::error_code ec;
+    std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ec);
+    std::string tmp = path + ".tmp" + std::to_string(reinterpret_cast<uintptr_t>(&out));
+    std::ofstream f(tmp, std::ios::binary);
+    f.write(out.cubin.data(), static_cast<std::streamsize>(out.cubin.size()));
+    f.close();
+    if (f) std::filesystem::rename(tmp, path, ec);
+    if (!f || ec) std::filesystem::remove(tmp, ec);
+  }
   return out;
 }
 

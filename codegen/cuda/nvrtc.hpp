@@ -9,8 +9,9 @@ namespace kiln::cuda {
 
 struct NvrtcOutput {
   bool ok = false;
-  std::string log;    // NVRTC's program log (errors, warnings)
-  std::string cubin;  // the machine code, when ok
+  bool cached = false;  // nvrtc_cubin: from the memory or disk cache, not compiled
+  std::string log;      // NVRTC's program log (errors, warnings)
+  std::string cubin;    // the machine code, when ok
   double seconds = 0;
 };
 
@@ -21,5 +22,12 @@ std::string nvrtc_version();
 // Compiles `source` for sm_<arch> (80, 90, ...) with the options every Kiln kernel uses
 // (C++17, no contraction of a * b + c into FMA, as on the CPU). Throws kiln::Error without NVRTC.
 NvrtcOutput nvrtc_compile(const std::string& source, int arch, const std::string& name);
+
+// nvrtc_compile through the cubin caches: in memory, then on disk (KILN_CACHE_DIR, files
+// cubin-<key>.cubin), keyed by the source's hash, the NVRTC version and the architecture. Only
+// successful compiles are cached.
+NvrtcOutput nvrtc_cubin(const std::string& source, int arch, const std::string& name);
+// Empties the in-memory cubin cache (tests of the disk cache).
+void nvrtc_forget_memory_cache();
 
 }  // namespace kiln::cuda

@@ -276,6 +276,12 @@ KILN_FN kiln_u64 kiln_m_bits(double x) { return kiln_bits_of_f64(x); }
 KILN_FN double kiln_m_from_bits(double, kiln_u64 b) { return kiln_f64_from_bits(b); }
 KILN_FN double kiln_m_splat(double, double c) { return c; }
 KILN_FN bool kiln_m_all(bool m) { return m; }
+KILN_FN int kiln_m_width(double) { return 1; }
+KILN_FN double kiln_m_get(double x, int) { return x; }
+KILN_FN void kiln_m_set(double& x, int, double v) { x = v; }
+KILN_FN kiln_u64 kiln_m_sbits(double x) { return kiln_bits_of_f64(x); }
+KILN_FN kiln_u64 kiln_m_umulhi(kiln_u64 a, kiln_u64 b) { return kiln_mulhi64(a, b); }
+#define KILN_M_TABLE KILN_TABLE
 #define KILN_M_FN KILN_FN
 )";
 const char* kMathTail = R"(
@@ -287,6 +293,9 @@ KILN_M_WRAP(expm1)
 KILN_M_WRAP(log)
 KILN_M_WRAP(log1p)
 KILN_M_WRAP(tanh)
+KILN_M_WRAP(sin)
+KILN_M_WRAP(cos)
+KILN_M_WRAP(tan)
 )";
 
 void append_table(std::string& s, const char* name, const double* t, int n) {

@@ -13,9 +13,22 @@
 
 #pragma GCC diagnostic ignored "-Wpsabi"
 
+// Scalar helpers every instantiation uses (Payne-Hanek's integer steps, the tables).
+#define KILN_M_SCALAR_HELPERS                                                                  \
+  static inline unsigned long long kiln_m_sbits(double x) {                                    \
+    unsigned long long b;                                                                      \
+    std::memcpy(&b, &x, 8);                                                                    \
+    return b;                                                                                  \
+  }                                                                                            \
+  static inline unsigned long long kiln_m_umulhi(unsigned long long a, unsigned long long b) { \
+    return static_cast<unsigned long long>((static_cast<unsigned __int128>(a) * b) >> 64);     \
+  }
+#define KILN_M_TABLE static const
+
 // --- scalar ---------------------------------------------------------------------------------
 namespace kiln_math_scalar {
 typedef unsigned long long I;
+KILN_M_SCALAR_HELPERS
 static inline double kiln_m_fma(double a, double b, double c) { return std::fma(a, b, c); }
 static inline double kiln_m_rint(double x) { return std::rint(x); }
 static inline I kiln_m_bits(double x) {
@@ -30,6 +43,9 @@ static inline double kiln_m_from_bits(double, I b) {
 }
 static inline double kiln_m_splat(double, double c) { return c; }
 static inline bool kiln_m_all(bool m) { return m; }
+static inline int kiln_m_width(double) { return 1; }
+static inline double kiln_m_get(double x, int) { return x; }
+static inline void kiln_m_set(double& x, int, double v) { x = v; }
 #define KILN_M_FN static inline
 #include "codegen/math/kiln_math.inc"
 #undef KILN_M_FN
@@ -46,6 +62,10 @@ static inline bool kiln_m_all(bool m) { return m; }
   static inline __attribute__((always_inline)) V kiln_m_rint(V x) { return RINT; }         \
   static inline __attribute__((always_inline)) I kiln_m_bits(V x) { return (I)x; }         \
   static inline __attribute__((always_inline)) V kiln_m_from_bits(V, I b) { return (V)b; } \
+  static inline int kiln_m_width(V) { return int(sizeof(V) / 8); }                         \
+  static inline double kiln_m_get(V x, int i) { return x[i]; }                             \
+  static inline void kiln_m_set(V& x, int i, double v) { x[i] = v; }                       \
+  KILN_M_SCALAR_HELPERS                                                                    \
   static inline __attribute__((always_inline)) V kiln_m_splat(V, double c) {               \
     V v;                                                                                   \
     for (int i = 0; i < int(sizeof(V) / 8); ++i) v[i] = c;                                 \
@@ -134,6 +154,9 @@ KILN_M_EXPORT_ALL(expm1)
 KILN_M_EXPORT_ALL(log)
 KILN_M_EXPORT_ALL(log1p)
 KILN_M_EXPORT_ALL(tanh)
+KILN_M_EXPORT_ALL(sin)
+KILN_M_EXPORT_ALL(cos)
+KILN_M_EXPORT_ALL(tan)
 
 namespace kiln::kmath {
 
@@ -159,6 +182,9 @@ std::vector<std::pair<std::string, void*>> vector_symbols() {
   KILN_M_SYMBOLS(log)
   KILN_M_SYMBOLS(log1p)
   KILN_M_SYMBOLS(tanh)
+  KILN_M_SYMBOLS(sin)
+  KILN_M_SYMBOLS(cos)
+  KILN_M_SYMBOLS(tan)
 #undef KILN_M_SYMBOLS
   return v;
 }

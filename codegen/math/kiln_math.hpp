@@ -1,6 +1,7 @@
 // Kiln's own transcendental functions (kiln_math.inc): the same bits on every CPU vector ISA,
 // the host scalar code and GPUs. codegen/vector_math.hpp chooses them (MathMode::kiln) or
-// libmvec's or glibc's; the CUDA printer prints their source into every kernel.
+// libmvec's or glibc's; the CUDA printer prints their source into every kernel. sin, cos, tan
+// too.
 #pragma once
 #include <string>
 #include <utility>
@@ -12,6 +13,9 @@ double kiln_expm1(double x);
 double kiln_log(double x);
 double kiln_log1p(double x);
 double kiln_tanh(double x);
+double kiln_sin(double x);
+double kiln_cos(double x);
+double kiln_tan(double x);
 }
 
 namespace kiln::kmath {

@@ -4,7 +4,10 @@
 // sm_90; and asking for the GPU where there is none is a clean kiln::Error. The ops table
 // (ops_table_test.cpp) checks every op and dtype on cuda-emu too, and scripts/test.sh runs the
 // whole suite on it with KILN_CUDA_CHECK=80,90.
+#include <unistd.h>
+
 #include <cstring>
+#include <filesystem>
 #include <regex>
 #include <set>
 #include <sstream>
@@ -103,7 +106,9 @@ TEST(Cuda, OwnedAndSerialKernelsMatchTheInterpreterBitForBit) {
     NDArray emu = on(Device::CudaEmu, {cases[k].out}, &src)[0];
     NDArray ref = on(Device::Interp, {cases[k].out})[0];
     EXPECT_TRUE(modes(src).count(cases[k].mode)) << "case " << k << "\n" << src;
-    if (k == 5) EXPECT_NE(src.find("the row stage"), std::string::npos) << src;
+    if (k == 5) {
+      EXPECT_NE(src.find("the row stage"), std::string::npos) << src;
+    }
     // Case 6's last sum is a flat kernel's: its partials combine in the GPU's order.
     EXPECT_TRUE(kt::same(emu, ref, k == 6 ? 1e-13 : 0)) << "case " << k;
   }
@@ -148,6 +153,33 @@ TEST(Cuda, NvrtcCompilesTheGpuBuildForSm80AndSm90) {
   std::set<std::string> m = modes(src);
   EXPECT_TRUE(m.count("flat") && m.count("owned")) << src.substr(0, 4000);
   EXPECT_FALSE(cuda::nvrtc_version().empty());
+}
+
+TEST(Cuda, CubinsAreCachedInMemoryAndOnDisk) {
+  std::string why;
+  if (!cuda::nvrtc_available(&why)) GTEST_SKIP() << why;
+  std::string saved = flags().cache_dir;
+  std::string dir = kt::tmpdir() + "/cubin-cache-" + std::to_string(::getpid());
+  flags().cache_dir = dir;
+  // A source no other test compiles.
+  std::string src = "extern \"C\" __global__ void k(double* p) { p[threadIdx.x] *= " +
+                    std::to_string(::getpid()) + ".5; }";
+  cuda::NvrtcOutput first = cuda::nvrtc_cubin(src, 90, "k.cu");
+  ASSERT_TRUE(first.ok) << first.log;
+  EXPECT_FALSE(first.cached);
+  cuda::NvrtcOutput again = cuda::nvrtc_cubin(src, 90, "k.cu");
+  EXPECT_TRUE(again.cached);
+  EXPECT_EQ(again.cubin, first.cubin);
+  cuda::nvrtc_forget_memory_cache();
+  cuda::NvrtcOutput disk = cuda::nvrtc_cubin(src, 90, "k.cu");
+  EXPECT_TRUE(disk.cached);
+  EXPECT_EQ(disk.cubin, first.cubin);
+  // Another architecture is another entry.
+  cuda::NvrtcOutput other = cuda::nvrtc_cubin(src, 80, "k.cu");
+  EXPECT_TRUE(other.ok && !other.cached);
+  EXPECT_NE(other.cubin, first.cubin);
+  flags().cache_dir = saved;
+  std::filesystem::remove_all(dir);
 }
 
 TEST(Cuda, NegativeIntegerPowersAreTheSameErrorOnTheEmulator) {

@@ -45,6 +45,9 @@ const Fn kFns[] = {
     {"log1p", vm::MathFn::Log1p, kiln_log1p, [](long double x) { return log1pl(x); }, 1e-300, 1e300,
      4},
     {"tanh", vm::MathFn::Tanh, kiln_tanh, [](long double x) { return tanhl(x); }, 1e-300, 30, 3},
+    {"sin", vm::MathFn::Sin, kiln_sin, [](long double x) { return sinl(x); }, 1e-300, 1e308, 2},
+    {"cos", vm::MathFn::Cos, kiln_cos, [](long double x) { return cosl(x); }, 1e-300, 1e308, 2},
+    {"tan", vm::MathFn::Tan, kiln_tan, [](long double x) { return tanl(x); }, 1e-300, 1e308, 4},
 };
 
 std::vector<double> arguments(const Fn& f, int n) {
@@ -54,6 +57,11 @@ std::vector<double> arguments(const Fn& f, int n) {
   double a = std::log(f.lo), b = std::log(f.hi);
   for (int i = 0; i < n; ++i) x.push_back((i & 1 ? -1 : 1) * std::exp(a + u(g) * (b - a)));
   for (int i = 0; i < n / 4; ++i) x.push_back(-2 + 4 * u(g));  // near 0 and 1, densely
+  // The doubles nearest multiples of pi/2 (the reductions' hard cases), small and huge.
+  for (int i = 0; i < n / 8; ++i) {
+    double k = std::floor(std::exp(u(g) * 700));
+    x.push_back(static_cast<double>(k * 1.5707963267948966192313216916397514L));
+  }
   double inf = std::numeric_limits<double>::infinity();
   for (double s : {0.0,
                    -0.0,
@@ -121,6 +129,13 @@ TEST(KilnMath, SpecialValuesAreIeeeLike) {
   EXPECT_EQ(kiln_tanh(inf), 1.0);
   EXPECT_EQ(kiln_tanh(-inf), -1.0);
   EXPECT_TRUE(std::signbit(kiln_tanh(-0.0)));
+  EXPECT_TRUE(std::isnan(kiln_sin(inf)));
+  EXPECT_TRUE(std::isnan(kiln_cos(-inf)));
+  EXPECT_TRUE(std::isnan(kiln_tan(inf)));
+  EXPECT_TRUE(std::signbit(kiln_sin(-0.0)));
+  EXPECT_TRUE(std::signbit(kiln_tan(-0.0)));
+  EXPECT_EQ(kiln_cos(0.0), 1.0);
+  EXPECT_EQ(kiln_sin(1e-300), 1e-300);
   for (const Fn& f : kFns) EXPECT_TRUE(std::isnan(f.kiln(std::nan("")))) << f.name;
 }
 

@@ -29,6 +29,9 @@ KILN_BM_DECLARE(tanh)
 KILN_BM_DECLARE(sin)
 KILN_BM_DECLARE(cos)
 KILN_BM_DECLARE(tan)
+KILN_BM_DECLARE(atan)
+KILN_BM_DECLARE(asin)
+KILN_BM_DECLARE(acos)
 
 template <class V, int L>
 void loop(V (*fn)(V), const double* x, double* y, int n) {
@@ -66,6 +69,15 @@ __attribute__((target("avx512f"))) void run_e(kiln::vm::MathFn f, bool kiln, con
     case MathFn::Tan:
       fn = kiln ? _ZGVeN8v_kiln_tan : _ZGVeN8v_tan;
       break;
+    case MathFn::Atan:
+      fn = kiln ? _ZGVeN8v_kiln_atan : _ZGVeN8v_atan;
+      break;
+    case MathFn::Asin:
+      fn = kiln ? _ZGVeN8v_kiln_asin : _ZGVeN8v_asin;
+      break;
+    case MathFn::Acos:
+      fn = kiln ? _ZGVeN8v_kiln_acos : _ZGVeN8v_acos;
+      break;
     default:
       fn = kiln ? _ZGVeN8v_kiln_tanh : _ZGVeN8v_tanh;
       break;
@@ -99,6 +111,15 @@ __attribute__((target("avx2,fma"))) void run_d(kiln::vm::MathFn f, bool kiln, co
     case MathFn::Tan:
       fn = kiln ? _ZGVdN4v_kiln_tan : _ZGVdN4v_tan;
       break;
+    case MathFn::Atan:
+      fn = kiln ? _ZGVdN4v_kiln_atan : _ZGVdN4v_atan;
+      break;
+    case MathFn::Asin:
+      fn = kiln ? _ZGVdN4v_kiln_asin : _ZGVdN4v_asin;
+      break;
+    case MathFn::Acos:
+      fn = kiln ? _ZGVdN4v_kiln_acos : _ZGVdN4v_acos;
+      break;
     default:
       fn = kiln ? _ZGVdN4v_kiln_tanh : _ZGVdN4v_tanh;
       break;
@@ -112,10 +133,16 @@ void BM_VectorMath(benchmark::State& state) {
   bool avx512 = __builtin_cpu_supports("avx512f");
   const int n = 4096;
   std::mt19937_64 g(3);
-  // Arguments where the functions are used: exp/expm1/tanh/sin/cos/tan in [-10, 10], log/log1p in
-  // (0, 100].
+  // Arguments where the functions are used: log/log1p in (0, 100], asin/acos in [-1, 1], the
+  // others in [-10, 10].
   bool positive = f == kiln::vm::MathFn::Log || f == kiln::vm::MathFn::Log1p;
-  std::uniform_real_distribution<double> u(positive ? 1e-3 : -10, positive ? 100 : 10);
+  bool unit = f == kiln::vm::MathFn::Asin || f == kiln::vm::MathFn::Acos;
+  std::uniform_real_distribution<double> u(positive ? 1e-3
+                                           : unit   ? -1
+                                                    : -10,
+                                           positive ? 100
+                                           : unit   ? 1
+                                                    : 10);
   std::vector<double> x(n), y(n);
   for (double& v : x) v = u(g);
   for (auto _ : state) {
@@ -135,9 +162,10 @@ void BM_VectorMath(benchmark::State& state) {
 }  // namespace
 
 BENCHMARK(BM_VectorMath)
-    ->ArgsProduct({{int(kiln::vm::MathFn::Exp), int(kiln::vm::MathFn::Expm1),
-                    int(kiln::vm::MathFn::Log), int(kiln::vm::MathFn::Log1p),
-                    int(kiln::vm::MathFn::Tanh), int(kiln::vm::MathFn::Sin),
-                    int(kiln::vm::MathFn::Cos), int(kiln::vm::MathFn::Tan)},
-                   {0, 1}})
+    ->ArgsProduct(
+        {{int(kiln::vm::MathFn::Exp), int(kiln::vm::MathFn::Expm1), int(kiln::vm::MathFn::Log),
+          int(kiln::vm::MathFn::Log1p), int(kiln::vm::MathFn::Tanh), int(kiln::vm::MathFn::Sin),
+          int(kiln::vm::MathFn::Cos), int(kiln::vm::MathFn::Tan), int(kiln::vm::MathFn::Atan),
+          int(kiln::vm::MathFn::Asin), int(kiln::vm::MathFn::Acos)},
+         {0, 1}})
     ->ArgNames({"fn", "kiln"});

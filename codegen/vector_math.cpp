@@ -67,7 +67,13 @@ KILN_VM_DECLARE(e, 8, 16, d8, f16)
   extern "C" VD _ZGV##ISA##N##ND##v_kiln_tan(VD);    \
   extern "C" VF _ZGV##ISA##N##NF##v_kiln_sinf(VF);   \
   extern "C" VF _ZGV##ISA##N##NF##v_kiln_cosf(VF);   \
-  extern "C" VF _ZGV##ISA##N##NF##v_kiln_tanf(VF);
+  extern "C" VF _ZGV##ISA##N##NF##v_kiln_tanf(VF);   \
+  extern "C" VD _ZGV##ISA##N##ND##v_kiln_atan(VD);   \
+  extern "C" VD _ZGV##ISA##N##ND##v_kiln_asin(VD);   \
+  extern "C" VD _ZGV##ISA##N##ND##v_kiln_acos(VD);   \
+  extern "C" VF _ZGV##ISA##N##NF##v_kiln_atanf(VF);  \
+  extern "C" VF _ZGV##ISA##N##NF##v_kiln_asinf(VF);  \
+  extern "C" VF _ZGV##ISA##N##NF##v_kiln_acosf(VF);
 
 KILN_KM_DECLARE(b, 2, 4, d2, f4)
 KILN_KM_DECLARE(d, 4, 8, d4, f8)
@@ -121,13 +127,16 @@ KILN_KM_DECLARE(e, 8, 16, d8, f16)
                    : _ZGV##ISA##N##LANES##v_tanh##SUFFIX(a);                           \
           break;                                                                       \
         case MathFn::Asin:                                                             \
-          r = _ZGV##ISA##N##LANES##v_asin##SUFFIX(a);                                  \
+          r = kiln ? _ZGV##ISA##N##LANES##v_kiln_asin##SUFFIX(a)                       \
+                   : _ZGV##ISA##N##LANES##v_asin##SUFFIX(a);                           \
           break;                                                                       \
         case MathFn::Acos:                                                             \
-          r = _ZGV##ISA##N##LANES##v_acos##SUFFIX(a);                                  \
+          r = kiln ? _ZGV##ISA##N##LANES##v_kiln_acos##SUFFIX(a)                       \
+                   : _ZGV##ISA##N##LANES##v_acos##SUFFIX(a);                           \
           break;                                                                       \
         case MathFn::Atan:                                                             \
-          r = _ZGV##ISA##N##LANES##v_atan##SUFFIX(a);                                  \
+          r = kiln ? _ZGV##ISA##N##LANES##v_kiln_atan##SUFFIX(a)                       \
+                   : _ZGV##ISA##N##LANES##v_atan##SUFFIX(a);                           \
           break;                                                                       \
         case MathFn::Pow:                                                              \
           r = _ZGV##ISA##N##LANES##vv_pow##SUFFIX(a, b);                               \
@@ -224,7 +233,8 @@ const char* libm_name(MathFn f) {
 
 bool kiln_has(MathFn f) {
   return f == MathFn::Exp || f == MathFn::Expm1 || f == MathFn::Log || f == MathFn::Log1p ||
-         f == MathFn::Tanh || f == MathFn::Sin || f == MathFn::Cos || f == MathFn::Tan;
+         f == MathFn::Tanh || f == MathFn::Sin || f == MathFn::Cos || f == MathFn::Tan ||
+         f == MathFn::Atan || f == MathFn::Asin || f == MathFn::Acos;
 }
 
 std::string call_name(MathFn f, const MathMode& mode) {

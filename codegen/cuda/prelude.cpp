@@ -272,6 +272,7 @@ template <class A> static A kiln_block_tree_emu(A* lanes) {
 const char* kMathHead = R"(
 KILN_FN double kiln_m_fma(double a, double b, double c) { return fma(a, b, c); }
 KILN_FN double kiln_m_rint(double x) { return rint(x); }
+KILN_FN double kiln_m_sqrt(double x) { return sqrt(x); }
 KILN_FN kiln_u64 kiln_m_bits(double x) { return kiln_bits_of_f64(x); }
 KILN_FN double kiln_m_from_bits(double, kiln_u64 b) { return kiln_f64_from_bits(b); }
 KILN_FN double kiln_m_splat(double, double c) { return c; }
@@ -296,6 +297,9 @@ KILN_M_WRAP(tanh)
 KILN_M_WRAP(sin)
 KILN_M_WRAP(cos)
 KILN_M_WRAP(tan)
+KILN_M_WRAP(atan)
+KILN_M_WRAP(asin)
+KILN_M_WRAP(acos)
 )";
 
 void append_table(std::string& s, const char* name, const double* t, int n) {

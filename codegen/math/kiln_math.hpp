@@ -1,7 +1,7 @@
 // Kiln's own transcendental functions (kiln_math.inc): the same bits on every CPU vector ISA,
 // the host scalar code and GPUs. codegen/vector_math.hpp chooses them (MathMode::kiln) or
-// libmvec's or glibc's; the CUDA printer prints their source into every kernel. sin, cos, tan
-// too.
+// libmvec's or glibc's; the CUDA printer prints their source into every kernel. sin, cos, tan,
+// atan, asin, acos too.
 #pragma once
 #include <string>
 #include <utility>
@@ -16,6 +16,9 @@ double kiln_tanh(double x);
 double kiln_sin(double x);
 double kiln_cos(double x);
 double kiln_tan(double x);
+double kiln_atan(double x);
+double kiln_asin(double x);
+double kiln_acos(double x);
 }
 
 namespace kiln::kmath {

@@ -48,6 +48,9 @@ const Fn kFns[] = {
     {"sin", vm::MathFn::Sin, kiln_sin, [](long double x) { return sinl(x); }, 1e-300, 1e308, 2},
     {"cos", vm::MathFn::Cos, kiln_cos, [](long double x) { return cosl(x); }, 1e-300, 1e308, 2},
     {"tan", vm::MathFn::Tan, kiln_tan, [](long double x) { return tanl(x); }, 1e-300, 1e308, 4},
+    {"atan", vm::MathFn::Atan, kiln_atan, [](long double x) { return atanl(x); }, 1e-300, 1e300, 3},
+    {"asin", vm::MathFn::Asin, kiln_asin, [](long double x) { return asinl(x); }, 1e-300, 1, 4},
+    {"acos", vm::MathFn::Acos, kiln_acos, [](long double x) { return acosl(x); }, 1e-300, 1, 4},
 };
 
 std::vector<double> arguments(const Fn& f, int n) {
@@ -136,6 +139,15 @@ TEST(KilnMath, SpecialValuesAreIeeeLike) {
   EXPECT_TRUE(std::signbit(kiln_tan(-0.0)));
   EXPECT_EQ(kiln_cos(0.0), 1.0);
   EXPECT_EQ(kiln_sin(1e-300), 1e-300);
+  EXPECT_TRUE(std::signbit(kiln_atan(-0.0)));
+  EXPECT_TRUE(std::signbit(kiln_asin(-0.0)));
+  EXPECT_EQ(kiln_atan(inf), 0x1.921fb54442d18p+0);
+  EXPECT_EQ(kiln_atan(-inf), -0x1.921fb54442d18p+0);
+  EXPECT_EQ(kiln_asin(1.0), 0x1.921fb54442d18p+0);
+  EXPECT_EQ(kiln_acos(1.0), 0.0);
+  EXPECT_EQ(kiln_acos(-1.0), 0x1.921fb54442d18p+1);
+  EXPECT_TRUE(std::isnan(kiln_asin(1.5)));
+  EXPECT_TRUE(std::isnan(kiln_acos(-1.5)));
   for (const Fn& f : kFns) EXPECT_TRUE(std::isnan(f.kiln(std::nan("")))) << f.name;
 }
 

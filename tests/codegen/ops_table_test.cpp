@@ -158,8 +158,9 @@ void expect_backends_agree(const std::vector<Array>& outs, const std::vector<std
   std::vector<NDArray> emu = on(Device::CudaEmu, outs);
   for (size_t k = 0; k < outs.size(); ++k) {
     EXPECT_TRUE(identical(interp[k], cpu[k])) << names[k];
-    if (emu_exact.empty() || emu_exact[k])
+    if (emu_exact.empty() || emu_exact[k]) {
       EXPECT_TRUE(identical(emu[k], interp[k])) << names[k] << " (cuda-emu against interp)";
+    }
   }
 }
 

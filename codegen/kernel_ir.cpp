@@ -97,9 +97,7 @@ std::vector<bool> Kernel::needed_by_stage(bool row) const {
 
 uint64_t Kernel::hash() const {
   std::string s = str();
-  uint64_t h = 0x6b696c6e;  // "kiln"
-  for (unsigned char c : s) h = hash_mix(h, c);
-  return h;
+  return hash_bytes(0x6b696c6e, s);  // "kiln"
 }
 
 double reduce_identity_f(ReduceFn fn) {

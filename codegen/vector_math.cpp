@@ -5,6 +5,7 @@
 
 #include "codegen/math/kiln_math.hpp"
 #include "support/error.hpp"
+#include "support/flags.hpp"
 
 // libmvec's variants take and return GCC vector types; their declarations change the ABI only
 // for callers without the ISA, and every caller below is compiled for it.
@@ -229,6 +230,14 @@ const char* libm_name(MathFn f) {
       return "pow";
   }
   return "?";
+}
+
+bool kiln_math_selected() {
+  const std::string& math = kiln::flags().math;
+  if (math != "" && math != "libmvec" && math != "kiln")
+    throw kiln::Error("KILN_MATH: unknown math library '" + math +
+                      "' (libmvec, the default, or kiln)");
+  return math == "kiln";
 }
 
 bool kiln_has(MathFn f) {

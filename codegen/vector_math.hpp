@@ -34,6 +34,9 @@ bool kiln_has(MathFn f);
 inline bool uses_kiln(MathFn f, const MathMode& mode) {
   return mode.kiln && !mode.precise && kiln_has(f);
 }
+// KILN_MATH (flags().math) asks for Kiln's functions; any value other than "", "libmvec" or
+// "kiln" is a kiln::Error naming the choices.
+bool kiln_math_selected();
 // The double-precision name kernels call f by in `mode`: "kiln_exp" where uses_kiln, else libm's.
 std::string call_name(MathFn f, const MathMode& mode);
 inline int arity(MathFn f) { return f == MathFn::Pow ? 2 : 1; }

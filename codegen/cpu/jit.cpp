@@ -41,8 +41,7 @@ namespace {
 // Kiln's math library changes what kiln-math kernels call (which functions are Kiln's, and
 // their code): its source's hash is part of the cache key.
 std::string math_source_hash() {
-  uint64_t h = 0;
-  for (const char* c = kmath::source(); *c; ++c) h = hash_mix(h, static_cast<unsigned char>(*c));
+  uint64_t h = hash_bytes(0, kmath::source());
   char buf[20];
   std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
   return buf;
@@ -109,10 +108,7 @@ class Jit {
   MathMode math_mode_now() const {
     MathMode m = vector_math_;
     m.precise = flags().precise_math;
-    const std::string& math = flags().math;
-    if (math != "" && math != "libmvec" && math != "kiln")
-      throw Error("KILN_MATH: unknown math library '" + math + "' (libmvec, the default, or kiln)");
-    m.kiln = math == "kiln";
+    m.kiln = vm::kiln_math_selected();
     return m;
   }
   std::string target_summary() const {

@@ -93,48 +93,9 @@ const char* fold_fn(ReduceFn fn) {
   throw InternalError("cuda printer: argmin/argmax fold through kiln_arg_fold");
 }
 
-const char* math_name(UnaryFn f) {
-  switch (f) {
-    case UnaryFn::Exp:
-      return "exp";
-    case UnaryFn::Expm1:
-      return "expm1";
-    case UnaryFn::Log:
-      return "log";
-    case UnaryFn::Log1p:
-      return "log1p";
-    case UnaryFn::Sin:
-      return "sin";
-    case UnaryFn::Cos:
-      return "cos";
-    case UnaryFn::Tan:
-      return "tan";
-    case UnaryFn::Tanh:
-      return "tanh";
-    case UnaryFn::Arcsin:
-      return "asin";
-    case UnaryFn::Arccos:
-      return "acos";
-    case UnaryFn::Arctan:
-      return "atan";
-    case UnaryFn::Sqrt:
-      return "sqrt";
-    case UnaryFn::Floor:
-      return "floor";
-    case UnaryFn::Ceil:
-      return "ceil";
-    case UnaryFn::Round:
-      return "rint";  // half to even in the default rounding mode
-    case UnaryFn::Abs:
-      return "fabs";
-    default:
-      return nullptr;
-  }
-}
-
 // The C math function for a float type: sin / sinf.
-std::string math_call(const char* name, DType t) {
-  return std::string(name) + (t == DType::Float32 ? "f" : "");
+std::string math_call(const std::string& name, DType t) {
+  return name + (t == DType::Float32 ? "f" : "");
 }
 
 class Printer {
@@ -336,10 +297,16 @@ class Printer {
         return "(" + a + " < 0 ? kiln_wsub((" + T + ")0, " + a + ") : " + a + ")";
       case UnaryFn::Floor:
       case UnaryFn::Ceil:
-      case UnaryFn::Round:
+      case UnaryFn::Round:  // rint: half to even in the default rounding mode
         if (!fp) return a;
-        return math_call(math_name(f), t) + "(" + a + ")";
+        return math_call(f == UnaryFn::Floor  ? "floor"
+                         : f == UnaryFn::Ceil ? "ceil"
+                                              : "rint",
+                         t) +
+               "(" + a + ")";
       case UnaryFn::Sqrt:
+        if (!fp) undefined("sqrt", t);
+        return math_call("sqrt", t) + "(" + a + ")";
       case UnaryFn::Exp:
       case UnaryFn::Expm1:
       case UnaryFn::Log:
@@ -352,9 +319,10 @@ class Printer {
       case UnaryFn::Arccos:
       case UnaryFn::Arctan:
         if (!fp) undefined(unary_name(f), t);
-        if (kiln_math_ && f != UnaryFn::Sqrt && vm::kiln_has(vm::math_fn(f)))
-          return math_call((std::string("kiln_") + math_name(f)).c_str(), t) + "(" + a + ")";
-        return math_call(math_name(f), t) + "(" + a + ")";
+        return math_call((kiln_math_ && vm::kiln_has(vm::math_fn(f)) ? "kiln_" : "") +
+                             std::string(vm::libm_name(vm::math_fn(f))),
+                         t) +
+               "(" + a + ")";
       case UnaryFn::IsNan:
         return "(kiln_u8)(" + a + " != " + a + ")";
       case UnaryFn::Invert:
@@ -781,14 +749,14 @@ Printed print(const kir::Kernel& k, Flavor flavor, bool kiln_math) {
   return Printer(k, flavor, kiln_math).run();
 }
 
-Launch launch_for(const kir::Kernel& k, const KernelShape& s, const int64_t* I) {
+Launch launch_for(int rank, const KernelShape& s, const int64_t* I) {
   Launch l;
-  for (int d = 0; d < k.rank; ++d)
+  for (int d = 0; d < rank; ++d)
     if (I[d] <= 0) return l;
   int64_t items = 1;
   switch (s.mode) {
     case KernelShape::Mode::Flat:
-      for (int d = 0; d < k.rank; ++d) items *= I[d];
+      for (int d = 0; d < rank; ++d) items *= I[d];
       break;
     case KernelShape::Mode::Owned:
       for (int d : s.parallel) items *= I[d];

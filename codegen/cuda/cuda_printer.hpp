@@ -53,7 +53,7 @@ struct Launch {
   int64_t grid = 0;
   int64_t scratch_bytes = 0;  // tree kernels
 };
-Launch launch_for(const kir::Kernel& k, const KernelShape& s, const int64_t* I);
+Launch launch_for(int rank, const KernelShape& s, const int64_t* I);
 
 // Parts of the prelude (prelude.cpp).
 std::string prelude(Flavor flavor, bool normals, bool kiln_math);

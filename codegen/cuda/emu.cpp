@@ -15,11 +15,13 @@
 #include <sstream>
 #include <unordered_map>
 #include <unordered_set>
+#include <utility>
 
 #include "codegen/cuda/cuda_backend.hpp"
 #include "codegen/cuda/cuda_printer.hpp"
 #include "codegen/cuda/nvrtc.hpp"
 #include "codegen/kernel_support.hpp"
+#include "codegen/vector_math.hpp"
 #include "support/error.hpp"
 #include "support/flags.hpp"
 #include "support/hash.hpp"
@@ -32,16 +34,17 @@ using EmuFn = unsigned (*)(const int64_t* I, const double* F, void* const* P, in
 
 class EmuKernel final : public backend::Kernel {
  public:
-  EmuKernel(const kir::Kernel& k, KernelShape shape, EmuFn fn) : k_(k), shape_(shape), fn_(fn) {}
+  EmuKernel(int rank, KernelShape shape, EmuFn fn)
+      : rank_(rank), shape_(std::move(shape)), fn_(fn) {}
   void launch(const int64_t* I, const double* F, void* const* P) const override {
-    Launch l = launch_for(k_, shape_, I);
+    Launch l = launch_for(rank_, shape_, I);
     if (l.items == 0) return;
     unsigned status = fn_(I, F, P, l.grid);
     if (status & 1u) throw Error(kir::negative_power_message());
   }
 
  private:
-  kir::Kernel k_;
+  int rank_;
   KernelShape shape_;
   EmuFn fn_;
 };
@@ -67,7 +70,7 @@ std::vector<int> parse_arches(const std::string& s) {
 }
 
 // KILN_MATH=kiln (and not precise): Kiln's functions, as the CPU kernels call them.
-bool kiln_math() { return flags().math == "kiln" && !flags().precise_math; }
+bool kiln_math() { return vm::kiln_math_selected() && !flags().precise_math; }
 
 std::string read_file(const std::string& path) {
   std::ifstream f(path);
@@ -91,9 +94,7 @@ class EmuBackend final : public backend::Backend {
     if (dumps) dumps->printed = p.source;
     check_with_nvrtc(k);
     std::lock_guard<std::mutex> lock(mu_);
-    uint64_t h = 0xcbf29ce484222325ULL;
-    for (unsigned char c : p.source) h = hash_mix(h, c);
-    for (unsigned char c : flags().emu_cxx) h = hash_mix(h, c);
+    uint64_t h = hash_bytes(hash_bytes(0xcbf29ce484222325ULL, p.source), flags().emu_cxx);
     EmuFn fn;
     if (auto it = fns_.find(h); it != fns_.end()) {
       fn = it->second;
@@ -108,7 +109,7 @@ class EmuBackend final : public backend::Backend {
       stats_.compile_seconds +=
           std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     }
-    return std::make_shared<EmuKernel>(k, p.shape, fn);
+    return std::make_shared<EmuKernel>(k.rank, p.shape, fn);
   }
   backend::CompileStats stats() const override {
     std::lock_guard<std::mutex> lock(mu_);
@@ -127,8 +128,7 @@ class EmuBackend final : public backend::Backend {
     if (arches.empty()) return;
     std::vector<int> list = parse_arches(arches);
     Printed p = print(k, Flavor::Device, kiln_math());
-    uint64_t h = 0;
-    for (unsigned char c : p.source) h = hash_mix(h, c);
+    uint64_t h = hash_bytes(0, p.source);
     {
       std::lock_guard<std::mutex> lock(mu_);
       if (!checked_.insert(h).second) return;

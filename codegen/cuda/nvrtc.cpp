@@ -127,8 +127,7 @@ void nvrtc_forget_memory_cache() {
 
 NvrtcOutput nvrtc_cubin(const std::string& source, int arch, const std::string& name) {
   uint64_t key = 0x6b696c6e63756269ULL;
-  for (unsigned char c : source) key = hash_mix(key, c);
-  for (unsigned char c : nvrtc_version()) key = hash_mix(key, c);
+  key = hash_bytes(hash_bytes(key, source), nvrtc_version());
   key = hash_mix(key, static_cast<uint64_t>(arch));
   NvrtcOutput out;
   {

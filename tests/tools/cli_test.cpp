@@ -250,7 +250,9 @@ TEST(Cli, TheInterpreterDeviceGivesTheCompiledKernelsResults) {
   int rc = 0;
   std::string out = run("run diamond --size 100 --device gpu", &rc);
   EXPECT_NE(rc, 0);
-  EXPECT_NE(out.find("unknown device 'gpu' (devices: cpu, interp, cuda-emu, cuda)"), std::string::npos) << out;
+  EXPECT_NE(out.find("unknown device 'gpu' (devices: cpu, interp, cuda-emu, cuda)"),
+            std::string::npos)
+      << out;
   out = kt::shell("env KILN_DEVICE=tpu " + kt::kiln_cli() + " run diamond --size 100 2>&1", &rc);
   EXPECT_EQ(rc, 2);
   EXPECT_NE(out.find("KILN_DEVICE: unknown device 'tpu'"), std::string::npos) << out;

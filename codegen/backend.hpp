@@ -43,7 +43,26 @@ struct KernelDumps {
 class Kernel {
  public:
   virtual ~Kernel() = default;
-  virtual void launch(const int64_t* I, const double* F, void* const* P) const = 0;
+  // `device`: which of the backend's devices runs it (0 for host backends); P then points into
+  // that device's memory (DeviceMemory).
+  virtual void launch(const int64_t* I, const double* F, void* const* P, int device) const = 0;
+};
+
+// The memory of a backend whose kernels do not read the host's (Capabilities::memory ==
+// Device): the runtime allocates blocks there, copies in what kernels read and copies out what
+// the host needs (runtime/device.cpp pools and counts them). Devices are numbered 0 ...
+// count() - 1. Thread-safe.
+class DeviceMemory {
+ public:
+  virtual ~DeviceMemory() = default;
+  virtual int count() const = 0;      // devices a run uses unless told (KILN_DEVICES)
+  virtual int max_count() const = 0;  // devices a run may be told to use
+  // Throws kiln::Error naming the device and size when the device is out of memory.
+  virtual void* alloc(int device, size_t bytes) = 0;
+  virtual void free(int device, void* p, size_t bytes) = 0;
+  virtual void to_device(int device, void* dst, const void* src, size_t bytes) = 0;
+  virtual void to_host(int device, void* dst, const void* src, size_t bytes) = 0;
+  virtual void between(int to, void* dst, int from, const void* src, size_t bytes) = 0;
 };
 
 class Backend {
@@ -57,6 +76,8 @@ class Backend {
   virtual CompileStats stats() const = 0;
   // What code is made for, for people: "znver3, vector math AVX2", "interpreter (...)".
   virtual std::string target() const = 0;
+  // Backends with device memory return it; host backends, nullptr.
+  virtual DeviceMemory* memory() { return nullptr; }
 };
 
 // The backend of a device (Default resolved first). Backends live for the process.

@@ -127,11 +127,16 @@ std::vector<NDArray> compute(const std::vector<Array>& arrays, const ComputeOpti
     }
   }
   reset_peak_bytes();
-  int64_t mem_before = bytes_in_use();
+  reset_device_peak_bytes();
+  int64_t mem_before = bytes_in_use(), device_before = device_bytes_in_use();
   RunOptions ro;
   ro.threads = thread_count(opt);
   ro.trace = trace.get();
   ro.progress = opt.progress;
+  ro.devices = opt.devices != 0 ? opt.devices : flags().devices;
+  if (ro.devices < 0)
+    throw Error("compute: devices must be at least 1 (0: the default), not " +
+                std::to_string(ro.devices));
   RunResult res = execute(*plan, params, ro);
   if (trace) {
     std::ofstream f(opt.trace_file);
@@ -151,6 +156,16 @@ std::vector<NDArray> compute(const std::vector<Array>& arrays, const ComputeOpti
   last.last_tasks = res.tasks;
   last.last_kernels = static_cast<int64_t>(plan->groups.size());
   last.last_peak_bytes = peak_bytes() - mem_before;
+  if (be.memory()) {
+    last.last_devices = res.devices;
+    last.last_to_device = res.transfers.to_device;
+    last.last_to_device_bytes = res.transfers.to_device_bytes;
+    last.last_to_host = res.transfers.to_host;
+    last.last_to_host_bytes = res.transfers.to_host_bytes;
+    last.last_between_devices = res.transfers.between;
+    last.last_between_devices_bytes = res.transfers.between_bytes;
+    last.last_peak_device_bytes = device_peak_bytes() - device_before;
+  }
   last.last_compile_seconds = after.compile_seconds - before.compile_seconds;
   last.last_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   t_last = last;

@@ -13,11 +13,13 @@
 #include <map>
 #include <mutex>
 #include <thread>
+#include <tuple>
 #include <type_traits>
 
 #include "codegen/library.hpp"
 #include "codegen/reduce_rules.hpp"
 #include "ir/element.hpp"
+#include "runtime/device.hpp"
 #include "runtime/memory.hpp"
 #include "support/error.hpp"
 
@@ -110,7 +112,8 @@ class BlockPool {
 
 class Run {
  public:
-  Run(const Plan& p, const std::vector<ParamValue>& params, Trace* trace, Progress* progress)
+  Run(const Plan& p, const std::vector<ParamValue>& params, Trace* trace, Progress* progress,
+      int devices)
       : p_(p),
         params_(params),
         trace_(trace),
@@ -129,6 +132,8 @@ class Run {
         block_readers_[p.arrays[a].block_offset + b] = p.arrays[a].block_readers[b];
     }
     for (size_t t = 0; t < p.tasks.size(); ++t) waits_[t] = p.tasks[t].waits;
+    if (backend::DeviceMemory* m = backend::backend_for(p.device).memory())
+      start_devices(*m, devices);
   }
 
   ~Run() {
@@ -205,8 +210,14 @@ class Run {
     RunResult r;
     for (int a : p_.output_arrays) {
       ensure_array(a);
+      if (arena_ && !host_homed_[a] && rep_[rep_at(a, 0)]) {  // copy back what stayed on device 0
+        arena_->to_host(0, data_[a].get(), rep_[rep_at(a, 0)].get(), p_.arrays[a].bytes);
+        rep_[rep_at(a, 0)].reset();
+      }
       r.outputs.push_back(data_[a]);
     }
+    if (arena_) r.transfers = arena_->transfers();
+    r.devices = ndev_;
     return r;
   }
 
@@ -317,11 +328,154 @@ class Run {
   }
 
   void release_reader(int a) {
-    if (--readers_[a] == 0 && p_.arrays[a].output < 0) data_[a].reset();
+    if (--readers_[a] != 0 || p_.arrays[a].output >= 0) return;
+    data_[a].reset();
+    if (!arena_) return;
+    std::lock_guard<std::mutex> lock(dev_mu_);
+    for (int d = 0; d < ndev_; ++d) rep_[rep_at(a, d)].reset();
   }
   void release_block_reader(int a, int64_t block) {
     int64_t slot = p_.arrays[a].block_offset + block;
     if (--block_readers_[slot] == 0) blocks_[slot].reset();
+  }
+
+  // ---- device plans (the backend has DeviceMemory) ----
+  // Kernel blocks run on devices 0 ... ndev_ - 1, contiguous runs of blocks each (block b of
+  // every group on the same device when the groups' grids match, so blocked arrays stay where
+  // they are made). Where arrays live:
+  // - a blocked array's block: on the device of the kernel block that wrote it; a reader on
+  //   another device gets a copy between devices;
+  // - a whole array written only by kernels, read by none but kernels, with one device: on it
+  //   (device-homed), copied to the host at the end if it is an output;
+  // - every other whole array (written or read by host tasks: reduction results, library calls;
+  //   or written by kernels on several devices) is host-homed: kernel blocks write a replica on
+  //   their device and copy their box to the host; kernels read a replica of the whole array,
+  //   copied to their device once, at the first read;
+  // - Buffer leaves: the elements the plan reads, copied to each device that reads them once;
+  // - reduction partials: the identity copied in, the partial copied out after the block, folded
+  //   on the host by the combine tree (as the CPU's).
+  void start_devices(backend::DeviceMemory& m, int requested) {
+    ndev_ = std::max(1, requested > 0 ? std::min(requested, m.max_count()) : m.count());
+    arena_ = std::make_unique<DeviceArena>(m);
+    const size_t n = p_.arrays.size();
+    host_homed_.assign(n, 0);
+    rep_.resize(n * static_cast<size_t>(ndev_));
+    uploaded_.assign(n * static_cast<size_t>(ndev_), 0);
+    block_dev_.assign(blocks_.size(), 0);
+    block_bytes_.assign(blocks_.size(), 0);
+    for (size_t a = 0; a < n; ++a) {
+      const PlanArray& arr = p_.arrays[a];
+      host_homed_[a] =
+          !arr.blocked && (!arr.host_because.empty() || (ndev_ > 1 && arr.kernel_stored));
+    }
+    size_t slots = params_.size() * static_cast<size_t>(ndev_);
+    slot_lo_.assign(slots, std::numeric_limits<int64_t>::max());
+    slot_hi_.assign(slots, std::numeric_limits<int64_t>::min());
+    slot_es_.assign(params_.size(), 0);
+    slot_rep_.resize(slots);
+    for (const PlanGroup& g : p_.groups) {
+      if (g.library >= 0) continue;
+      const kir::Kernel& k = g.lowered.kernel;
+      for (size_t l = 0; l < k.leaves.size(); ++l) {
+        const LeafBinding& b = g.lowered.leaves[l];
+        if (k.leaves[l].kind != kir::LeafKind::Memory || g.leaf_arrays[l] >= 0) continue;
+        slot_es_[b.slot] = dtype_size(k.leaves[l].dtype);
+        for (int64_t block = 0; block < g.blocks; ++block) {  // the elements each device reads
+          int64_t lo[32], ext[32];
+          p_.block_box(g, block, lo, ext);
+          int64_t first = b.offset, last = b.offset;
+          bool empty = false;
+          for (size_t d = 0; d < g.domain.size(); ++d) {
+            empty |= ext[d] == 0;
+            first += lo[d] * b.strides[d];
+            last += lo[d] * b.strides[d];
+            int64_t span = b.strides[d] * (ext[d] - 1);
+            (span < 0 ? first : last) += span;
+          }
+          if (empty) continue;
+          size_t at = slot_at(b.slot, device_of(g, block));
+          slot_lo_[at] = std::min(slot_lo_[at], first);
+          slot_hi_[at] = std::max(slot_hi_[at], last);
+        }
+      }
+    }
+  }
+
+  size_t slot_at(int slot, int dev) const {
+    return static_cast<size_t>(slot) * static_cast<size_t>(ndev_) + static_cast<size_t>(dev);
+  }
+  size_t rep_at(int a, int dev) const {
+    return static_cast<size_t>(a) * static_cast<size_t>(ndev_) + static_cast<size_t>(dev);
+  }
+  int device_of(const PlanGroup& g, int64_t block) const {
+    return ndev_ == 1 ? 0 : static_cast<int>(block * ndev_ / std::max<int64_t>(g.blocks, 1));
+  }
+
+  // Array a's buffer on device dev (allocated on first use; caller holds dev_mu_).
+  void* replica(int a, int dev) {
+    auto& r = rep_[rep_at(a, dev)];
+    if (!r) r = arena_->buffer(dev, p_.arrays[a].bytes);
+    return r.get();
+  }
+  void* write_replica(int a, int dev) {
+    std::lock_guard<std::mutex> lock(dev_mu_);
+    return replica(a, dev);
+  }
+  // Array a, whole, on device dev, for a kernel that reads it.
+  void* read_replica(int a, int dev) {
+    if (host_homed_[a]) ensure_array(a);
+    std::lock_guard<std::mutex> lock(dev_mu_);
+    void* r = replica(a, dev);
+    if (host_homed_[a] && !uploaded_[rep_at(a, dev)]) {
+      arena_->to_device(dev, r, data_[a].get(), p_.arrays[a].bytes);
+      uploaded_[rep_at(a, dev)] = 1;
+    }
+    return r;
+  }
+  // Buffer leaf `slot` on device dev: the elements its blocks there read, slot_lo_ ... slot_hi_
+  // (the pointer is to slot_lo_: readers subtract it from their offsets).
+  void* slot_replica(int slot, int dev) {
+    const size_t at = slot_at(slot, dev);
+    std::lock_guard<std::mutex> lock(dev_mu_);
+    auto& r = slot_rep_[at];
+    if (!r) {
+      size_t es = slot_es_[slot];
+      size_t bytes = static_cast<size_t>(slot_hi_[at] - slot_lo_[at] + 1) * es;
+      r = arena_->buffer(dev, bytes);
+      arena_->to_device(dev, r.get(),
+                        static_cast<const char*>(params_[slot].ptr) + slot_lo_[at] * es, bytes);
+    }
+    return r.get();
+  }
+
+  // Copies the elements base + sum idx[d] * strides[d] (idx < ext) of an array from device memory
+  // to the same places in its host copy, in contiguous runs.
+  void download_box(int dev, void* host, const void* device, size_t es, int64_t base, int rank,
+                    const int64_t* ext, const int64_t* strides) {
+    int64_t dims[32], str[32];
+    int n = 0;
+    for (int d = 0; d < rank; ++d) {
+      if (ext[d] == 0) return;
+      if (ext[d] > 1) {
+        dims[n] = ext[d];
+        str[n++] = strides[d];
+      }
+    }
+    int64_t run = 1;
+    while (n > 0 && str[n - 1] == run) run *= dims[--n];
+    int64_t idx[32] = {0};
+    while (true) {
+      int64_t at = base;
+      for (int d = 0; d < n; ++d) at += idx[d] * str[d];
+      arena_->to_host(dev, static_cast<char*>(host) + at * es,
+                      static_cast<const char*>(device) + at * es, static_cast<size_t>(run) * es);
+      int d = n - 1;
+      for (; d >= 0; --d) {
+        if (++idx[d] < dims[d]) break;
+        idx[d] = 0;
+      }
+      if (d < 0) return;
+    }
   }
 
   static bool is_arg(ReduceFn fn) { return fn == ReduceFn::ArgMin || fn == ReduceFn::ArgMax; }
@@ -384,6 +538,15 @@ class Run {
     F.assign(k.params.size(), 0);
     P.assign(k.num_pointer_slots(), nullptr);
     for (int d = 0; d < r; ++d) I[d] = ext[d];
+    const int dev = arena_ ? device_of(g, task.block) : 0;
+    int64_t block_elems = 1;
+    for (int d = 0; d < r; ++d) block_elems *= ext[d];
+    // Device plans: buffers this launch holds (copies from other devices, partials), and where
+    // each partial goes back to on the host.
+    thread_local std::vector<std::shared_ptr<void>> held;
+    thread_local std::vector<std::tuple<void*, size_t, size_t>> partial_back;
+    held.clear();
+    partial_back.clear();
     for (size_t l = 0; l < k.leaves.size(); ++l) {
       const LeafBinding& b = g.lowered.leaves[l];
       int at = k.leaf_base(static_cast<int>(l));
@@ -391,8 +554,14 @@ class Run {
       if (a >= 0 && p_.arrays[a].blocked) {  // one block of it, under the block's own map
         const int64_t* br = g.block_read(task.block, l);  // block, base, strides
         std::copy(br + 1, br + 2 + r, &I[at]);
-        P[k.leaves[l].pointer] =
-            br[0] >= 0 ? blocks_[p_.arrays[a].block_offset + br[0]].get() : nullptr;
+        int64_t slot = br[0] >= 0 ? p_.arrays[a].block_offset + br[0] : -1;
+        void* ptr = slot >= 0 ? blocks_[slot].get() : nullptr;
+        if (arena_ && slot >= 0 && block_dev_[slot] != dev) {  // made on another device
+          held.push_back(arena_->buffer(dev, block_bytes_[slot]));
+          arena_->between(dev, held.back().get(), block_dev_[slot], ptr, block_bytes_[slot]);
+          ptr = held.back().get();
+        }
+        P[k.leaves[l].pointer] = ptr;
         continue;
       }
       int64_t base = b.offset;
@@ -401,14 +570,28 @@ class Run {
         I[at + 1 + d] = b.strides[d];
       }
       I[at] = base;
-      if (k.leaves[l].kind == kir::LeafKind::Memory)
+      if (k.leaves[l].kind != kir::LeafKind::Memory) continue;
+      if (!arena_) {
         P[k.leaves[l].pointer] = a >= 0 ? data_[a].get() : const_cast<void*>(params_[b.slot].ptr);
+      } else if (a >= 0) {
+        P[k.leaves[l].pointer] = read_replica(a, dev);
+      } else if (block_elems > 0) {
+        P[k.leaves[l].pointer] = slot_replica(b.slot, dev);
+        I[at] -= slot_lo_[slot_at(b.slot, dev)];
+      }
     }
     for (size_t o = 0; o < k.outputs.size(); ++o) {
       int at = k.output_base(static_cast<int>(o));
       if (k.outputs[o].reduce) {
         int pid = p_.partial_of[task.group][task.block][reduce_index(g, o)];
         void* mem = new_partial(pid);
+        if (arena_) {  // the identity in, the partial out after the launch
+          size_t pb = partial_bytes(pid);
+          held.push_back(arena_->buffer(dev, pb));
+          arena_->to_device(dev, held.back().get(), mem, pb);
+          partial_back.emplace_back(mem, held.size() - 1, pb);
+          mem = held.back().get();
+        }
         P[k.output_pointer(o)] = mem;
         if (k.outputs[o].index_value >= 0)
           P[k.index_pointer(o)] = static_cast<char*>(mem) +
@@ -427,7 +610,14 @@ class Run {
         int64_t elems = 1;
         for (int d = 0; d < r; ++d) elems *= ext[d];
         auto& buf = blocks_[arr.block_offset + task.block];
-        buf = pool_.get(static_cast<size_t>(elems) * dtype_size(arr.dtype));
+        size_t bytes = static_cast<size_t>(elems) * dtype_size(arr.dtype);
+        if (arena_) {
+          buf = arena_->buffer(dev, bytes);
+          block_dev_[arr.block_offset + task.block] = dev;
+          block_bytes_[arr.block_offset + task.block] = bytes;
+        } else {
+          buf = pool_.get(bytes);
+        }
         P[k.output_pointer(o)] = buf.get();
         int64_t s = 1;
         for (int d = r - 1; d >= 0; --d) {
@@ -437,8 +627,12 @@ class Run {
         I[at] = 0;
       } else {
         int a = g.output_arrays[o];
-        ensure_array(a);
-        P[k.output_pointer(o)] = data_[a].get();
+        if (arena_) {
+          P[k.output_pointer(o)] = write_replica(a, dev);
+        } else {
+          ensure_array(a);
+          P[k.output_pointer(o)] = data_[a].get();
+        }
         const OutputBinding& ob = g.lowered.outputs[o];
         int64_t base = ob.offset;
         for (int d = 0; d < r; ++d) {
@@ -453,7 +647,20 @@ class Run {
       F[q] = v.f;
       I[k.param_base() + q] = v.i;
     }
-    g.kernel->launch(I.data(), F.data(), P.data());
+    g.kernel->launch(I.data(), F.data(), P.data(), dev);
+    if (arena_) {  // partials back to the host, and the boxes it wrote of host-homed arrays
+      for (const auto& [host, h, bytes] : partial_back)
+        arena_->to_host(dev, host, held[h].get(), bytes);
+      for (size_t o = 0; o < k.outputs.size(); ++o) {
+        int a = g.output_arrays[o];
+        if (k.outputs[o].reduce || p_.arrays[a].blocked || !host_homed_[a]) continue;
+        ensure_array(a);
+        int at = k.output_base(static_cast<int>(o));
+        download_box(dev, data_[a].get(), P[k.output_pointer(o)], dtype_size(p_.arrays[a].dtype),
+                     I[at], r, ext, &I[at + 1]);
+      }
+      held.clear();
+    }
     for (size_t l = 0; l < k.leaves.size(); ++l) {
       int a = g.leaf_arrays[l];
       if (a < 0) continue;
@@ -494,12 +701,19 @@ class Run {
       const char* data;
       const MatrixLayout* layout;
     };
+    std::shared_ptr<void> staged[2];  // device plans: blocks copied to the host for the call
     auto region = [&](const LibraryOperand& op, const std::vector<LibraryRead>& reads, int64_t row,
                       int64_t col) -> Region {
       if (!reads.empty()) {
         const LibraryRead& r = reads[read];
-        const void* block =
-            r.block >= 0 ? blocks_[p_.arrays[op.array].block_offset + r.block].get() : nullptr;
+        int64_t slot = r.block >= 0 ? p_.arrays[op.array].block_offset + r.block : -1;
+        const void* block = slot >= 0 ? blocks_[slot].get() : nullptr;
+        if (arena_ && block) {
+          auto& host = staged[&op == &l.a ? 0 : 1];
+          host = host_buffer(block_bytes_[slot]);
+          arena_->to_host(block_dev_[slot], host.get(), block, block_bytes_[slot]);
+          block = host.get();
+        }
         const char* data = static_cast<const char*>(block);
         return {data ? data + r.layout.offset * es : nullptr, &r.layout};
       }
@@ -698,7 +912,19 @@ class Run {
   ReadySet ready_;
   std::vector<void*> partial_;
   std::vector<void*> library_partial_;  // Library tasks' partials, until their LibrarySum
-  int threads_ = 1;                     // of this run: exclusive LAPACK calls use them all
+  // Device plans (start_devices): the arena, and where arrays, blocks and Buffer leaves are.
+  std::unique_ptr<DeviceArena> arena_;
+  int ndev_ = 1;
+  std::mutex dev_mu_;                       // guards rep_, uploaded_, slot_rep_
+  std::vector<uint8_t> host_homed_;         // per array
+  std::vector<std::shared_ptr<void>> rep_;  // per array and device (rep_at)
+  std::vector<uint8_t> uploaded_;           // per array and device: host copy copied in
+  std::vector<int> block_dev_;              // per blocked array block: its device
+  std::vector<size_t> block_bytes_;         // per blocked array block: its size
+  std::vector<int64_t> slot_lo_, slot_hi_;  // per template slot: elements read (Buffer leaves)
+  std::vector<size_t> slot_es_;
+  std::vector<std::shared_ptr<void>> slot_rep_;  // per slot and device
+  int threads_ = 1;                              // of this run: exclusive LAPACK calls use them all
   std::atomic<bool> failed_{false};
   std::atomic<int64_t> tasks_run_{0};
   std::mutex error_mu_;
@@ -709,7 +935,7 @@ class Run {
 
 RunResult execute(const Plan& plan, const std::vector<ParamValue>& params, const RunOptions& opt) {
   Progress progress(plan.work_tasks, opt.progress);
-  Run run(plan, params, opt.trace, &progress);
+  Run run(plan, params, opt.trace, &progress, opt.devices);
   run.run(opt.threads);
   RunResult r = run.result();
   r.tasks = run.tasks_run();

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "passes/parameterize.hpp"
+#include "runtime/device.hpp"
 #include "runtime/plan.hpp"
 #include "runtime/trace.hpp"
 
@@ -14,12 +15,15 @@ namespace kiln {
 struct RunResult {
   std::vector<std::shared_ptr<void>> outputs;  // per compute() output, the array's storage
   int64_t tasks = 0;                           // Kernel + Combine tasks executed
+  int devices = 1;                             // devices its kernels ran on
+  Transfers transfers;                         // copies to, from and between devices
 };
 
 struct RunOptions {
   int threads = 1;
   Trace* trace = nullptr;  // record one event per task
   bool progress = false;   // progress bar on a terminal for long computes
+  int devices = 0;         // devices to use, for backends with device memory (0: their default)
 };
 
 RunResult execute(const Plan& plan, const std::vector<ParamValue>& params, const RunOptions& opt);

@@ -247,12 +247,26 @@ void plan_blocked_arrays(Plan& p) {
 }  // namespace
 
 std::string storage_summary(const Plan& p) {
+  const bool device = backend::backend_for(p.device).memory() != nullptr;
   std::string s = "storage of materialized arrays:\n";
-  for (const PlanArray& a : p.arrays)
+  for (const PlanArray& a : p.arrays) {
     s += "  " + node_label(*a.node) + ": " +
          (a.blocked ? "per block, each freed at its last reader"
-                    : "one buffer (" + a.whole_because + ")") +
-         "\n";
+                    : "one buffer (" + a.whole_because + ")");
+    if (device && a.blocked)
+      s += "; on the device of the block that writes it (copied to a reader on another device)";
+    else if (device && !a.host_because.empty())
+      s += "; on the host: " + a.host_because + " (kernels read a copy on their device)";
+    else if (device)
+      s += std::string("; on the device (with several devices: written on each, assembled on ") +
+           "the host, copied to readers)" +
+           (a.output >= 0 ? ", copied to the host at the end" : "");
+    s += "\n";
+  }
+  if (device)
+    s += "device copies: Buffer leaves copied in once per device (the elements its blocks "
+         "read), reduction partials copied in (the identity) and out per block; counted in "
+         "kiln::stats() and kiln run's report\n";
   for (size_t k = 0; k < p.libraries.size(); ++k) {
     const PlanLibrary& l = p.libraries[k];
     const PlanGroup& g = p.groups[l.group];
@@ -764,13 +778,32 @@ class PlanBuilder {
   std::vector<std::vector<int>> kernel_task_of_;
 };
 
+// Device plans: which arrays must live on the host, and why (the executor's "device plans").
+void place_on_devices(Plan& p) {
+  for (const PlanReduce& r : p.reduces)
+    p.arrays[r.array].host_because = "a reduction result: partials are combined on the host";
+  for (const PlanLibrary& l : p.libraries) {
+    p.arrays[l.out].host_because = "the result of a library call, which runs on the host";
+    for (const auto& [op, reads] : {std::pair{&l.a, &l.a_reads}, std::pair{&l.b, &l.b_reads}})
+      if (op->array >= 0 && reads->empty())
+        p.arrays[op->array].host_because = "read by a library call, which runs on the host";
+  }
+  for (const PlanGroup& g : p.groups) {
+    if (g.library >= 0) continue;
+    for (size_t o = 0; o < g.lowered.kernel.outputs.size(); ++o)
+      if (!g.lowered.kernel.outputs[o].reduce) p.arrays[g.output_arrays[o]].kernel_stored = true;
+  }
+}
+
 }  // namespace
 
 std::unique_ptr<Plan> build_plan(FusedGraph fused, Device device, std::ostream* kernel_dump) {
   auto plan = std::make_unique<Plan>();
   plan->device = resolve_device(device);
   plan->fused = std::move(fused);
-  PlanBuilder(*plan, backend::backend_for(plan->device), kernel_dump).run();
+  backend::Backend& be = backend::backend_for(plan->device);
+  PlanBuilder(*plan, be, kernel_dump).run();
+  if (be.memory()) place_on_devices(*plan);
   return plan;
 }
 

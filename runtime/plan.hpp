@@ -32,6 +32,11 @@ struct PlanArray {
   int64_t block_offset = 0;        // blocked: its first block's slot in the run's block tables
   std::vector<int> block_readers;  // blocked: per block, the kernel tasks that read it
   std::string whole_because;       // not blocked: why (for --emit-ir)
+  // Device plans (the backend has DeviceMemory), arrays that are not blocked: why the array's
+  // home is the host ("": it stays on the device that writes it, with one device), and whether
+  // kernel blocks store into it (with several devices such arrays are assembled on the host).
+  std::string host_because;
+  bool kernel_stored = false;
 };
 
 // Where a kernel block reads a blocked array: one block of it, under a map local to that block

@@ -7,7 +7,9 @@
 # libmvec variants and both code paths are tested on one host; and once more on the reference
 # interpreter (KILN_DEVICE=interp: every compute() of the suite evaluated without the JIT, against
 # the same NumPy expectations); and once more on cuda-emu (the CUDA printer's kernels compiled as
-# host C++, and by NVRTC for sm_80 and sm_90 where the CUDA toolkit is installed).
+# host C++, and by NVRTC for sm_80 and sm_90 where the CUDA toolkit is installed), on one emulated
+# device and then on three (KILN_DEVICES=3: blocks spread over devices, copies between them; the
+# kernels are those of the run before, loaded from the disk cache).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
@@ -36,4 +38,6 @@ if [ "$preset" = release ]; then
   fi
   echo "test.sh: the suite again on cuda-emu (KILN_DEVICE=cuda-emu, KILN_CUDA_CHECK=${check:-none: no NVRTC})"
   KILN_DEVICE=cuda-emu KILN_CUDA_CHECK="$check" ctest --preset release
+  echo "test.sh: the suite again on three emulated devices (KILN_DEVICE=cuda-emu KILN_DEVICES=3)"
+  KILN_DEVICE=cuda-emu KILN_DEVICES=3 ctest --preset release
 fi

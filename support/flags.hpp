@@ -27,6 +27,9 @@
 // |                   |              | Default: cpu (LLVM kernels), interp (the reference        |
 // |                   |              | interpreter, for tests; slow), cuda-emu (printed CUDA     |
 // |                   |              | compiled as host C++) or cuda (a GPU)                     |
+// | KILN_DEVICES=N    | devices      | devices a plan's blocks are spread over, for backends with|
+// |                   |              | device memory (cuda: default every GPU; cuda-emu: 1, up   |
+// |                   |              | to 16 emulated)                                           |
 // | KILN_CUDA_CHECK=A | cuda_check   | cuda-emu also compiles each kernel's GPU source with NVRTC|
 // |                   |              | for these architectures ("80,90"); a failure is an error  |
 // | KILN_EMU_CXX=C    | emu_cxx      | the host compiler cuda-emu runs (default c++)             |
@@ -52,6 +55,7 @@ struct Flags {
   bool no_block_pool = false;
   std::string cache_dir;
   std::string device;      // "" (cpu), "cpu", "interp", ...; checked when used (support/device.hpp)
+  int devices = 0;         // 0: the backend's default
   std::string cuda_check;  // "80,90": NVRTC architectures cuda-emu also compiles for
   std::string emu_cxx = "c++";
 };

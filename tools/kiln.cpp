@@ -45,6 +45,10 @@ struct Outcome {
   double compile_seconds = 0;
   int64_t tasks = 0, kernels = 0, peak_bytes = 0;
   int64_t computes = 1;  // a solver's compute() calls
+  // Devices with their own memory (cuda, cuda-emu), the last compute(): devices used, bytes
+  // copied in, out and between devices, peak device memory.
+  int devices = 0;
+  int64_t to_device_bytes = 0, to_host_bytes = 0, between_bytes = 0, peak_device_bytes = 0;
 };
 
 int64_t size_of(const kiln::workloads::Workload& w, const RunOptions& o) {
@@ -155,6 +159,11 @@ void run_compute_once(const kiln::workloads::Workload& w, const kiln::Array& x, 
   out->tasks = s.last_tasks;
   out->kernels = s.last_kernels;
   out->peak_bytes = std::max(out->peak_bytes, s.last_peak_bytes);
+  out->devices = s.last_devices;
+  out->to_device_bytes = s.last_to_device_bytes;
+  out->to_host_bytes = s.last_to_host_bytes;
+  out->between_bytes = s.last_between_devices_bytes;
+  out->peak_device_bytes = std::max(out->peak_device_bytes, s.last_peak_device_bytes);
   out->results.clear();
   for (const auto& a : res) out->results.push_back(a.item<double>());
 }
@@ -221,6 +230,13 @@ nlohmann::json to_json(const kiln::workloads::Workload& w, const RunOptions& o, 
   kiln::Device device = kiln::resolve_device(kiln::Device::Default);
   j["device"] = kiln::device_name(device);
   j["compile_target"] = kiln::device_target(device);
+  if (r.devices > 0) {
+    j["devices"] = r.devices;
+    j["to_device_bytes"] = r.to_device_bytes;
+    j["to_host_bytes"] = r.to_host_bytes;
+    j["between_devices_bytes"] = r.between_bytes;
+    j["peak_device_bytes"] = r.peak_device_bytes;
+  }
   return j;
 }
 
@@ -242,6 +258,11 @@ void print_row(const kiln::workloads::Workload& w, const RunOptions& o, const Ou
   std::printf("  %8.3f s  compile %6.3f s  %6lld tasks  %2lld kernels  peak %s\n", r.seconds,
               r.compile_seconds, static_cast<long long>(r.tasks), static_cast<long long>(r.kernels),
               human_bytes(r.peak_bytes).c_str());
+  if (r.devices > 0)
+    std::printf("  %d device%s: copied in %s, out %s, between devices %s; device peak %s\n",
+                r.devices, r.devices == 1 ? "" : "s", human_bytes(r.to_device_bytes).c_str(),
+                human_bytes(r.to_host_bytes).c_str(), human_bytes(r.between_bytes).c_str(),
+                human_bytes(r.peak_device_bytes).c_str());
   check_stdout();
 }
 
@@ -384,6 +405,10 @@ int kiln_main(int argc, char** argv) {
                   "slow; for checking results), cuda-emu (the CUDA kernels compiled as host C++, "
                   "run serially: for checking them without a GPU) or cuda (a GPU)")
       ->check(device_check);
+  run->add_option("--devices", kiln::flags().devices,
+                  "cuda, cuda-emu: devices the blocks are spread over (default every GPU; "
+                  "cuda-emu: 1)")
+      ->check(int_in(1, 64));
   auto* list = app.add_subcommand("list", "list the workloads");
   auto* report = app.add_subcommand("report", "render a --trace file as an SVG task stream");
   std::string trace_in, svg_out;

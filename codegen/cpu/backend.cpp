@@ -10,7 +10,7 @@ namespace {
 class CpuKernel final : public backend::Kernel {
  public:
   explicit CpuKernel(KernelFn fn) : fn_(fn) {}
-  void launch(const int64_t* I, const double* F, void* const* P) const override {
+  void launch(const int64_t* I, const double* F, void* const* P, int) const override {
     fn_(I, F, P);
     if (std::string e = kir::take_kernel_error(); !e.empty()) throw Error(e);
   }

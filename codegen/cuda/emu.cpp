@@ -9,8 +9,10 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <mutex>
 #include <sstream>
 #include <unordered_map>
@@ -32,21 +34,91 @@ namespace {
 
 using EmuFn = unsigned (*)(const int64_t* I, const double* F, void* const* P, int64_t grid);
 
+// The emulated devices' memory: host memory, but each allocation belongs to one device and is
+// known, so a launch can check that every pointer it is given is in its device's memory (a
+// runtime that hands a kernel host memory, or another device's, fails here as it would on GPUs).
+// New allocations are filled with 0xff bytes (NaN, -1, true), so a kernel that reads what was
+// never copied in gives wrong values instead of zeros that might pass.
+class EmuMemory final : public backend::DeviceMemory {
+ public:
+  static constexpr int kMaxDevices = 16;
+  int count() const override { return 1; }  // more when asked (KILN_DEVICES)
+  int max_count() const override { return kMaxDevices; }
+  void* alloc(int device, size_t bytes) override {
+    check_device(device);
+    void* p = std::aligned_alloc(256, (std::max<size_t>(bytes, 1) + 255) / 256 * 256);
+    if (!p)
+      throw Error("cuda-emu: device " + std::to_string(device) + " is out of memory allocating " +
+                  std::to_string(bytes) + " bytes");
+    std::memset(p, 0xff, bytes);
+    std::lock_guard<std::mutex> lock(mu_);
+    live_[reinterpret_cast<uintptr_t>(p)] = {bytes, device};
+    return p;
+  }
+  void free(int device, void* p, size_t) override {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      auto it = live_.find(reinterpret_cast<uintptr_t>(p));
+      if (it == live_.end() || it->second.second != device)
+        throw InternalError("cuda-emu: freeing memory that is not device " +
+                            std::to_string(device) + "'s");
+      live_.erase(it);
+    }
+    std::free(p);
+  }
+  void to_device(int device, void* dst, const void* src, size_t bytes) override {
+    check(device, dst, bytes, "a copy to the device");
+    std::memcpy(dst, src, bytes);
+  }
+  void to_host(int device, void* dst, const void* src, size_t bytes) override {
+    check(device, src, bytes, "a copy to the host");
+    std::memcpy(dst, src, bytes);
+  }
+  void between(int to, void* dst, int from, const void* src, size_t bytes) override {
+    check(to, dst, bytes, "a copy between devices");
+    check(from, src, bytes, "a copy between devices");
+    std::memcpy(dst, src, bytes);
+  }
+  // InternalError unless [p, p + bytes) lies in one allocation of `device`.
+  void check(int device, const void* p, size_t bytes, const char* what) const {
+    auto at = reinterpret_cast<uintptr_t>(p);
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = live_.upper_bound(at);
+    if (it != live_.begin()) {
+      --it;
+      if (it->second.second == device && at + bytes <= it->first + it->second.first) return;
+    }
+    throw InternalError(std::string("cuda-emu: ") + what + " on device " + std::to_string(device) +
+                        " uses memory that is not that device's");
+  }
+
+ private:
+  void check_device(int device) const {
+    if (device < 0 || device >= kMaxDevices)
+      throw InternalError("cuda-emu: no device " + std::to_string(device));
+  }
+  mutable std::mutex mu_;
+  std::map<uintptr_t, std::pair<size_t, int>> live_;  // start -> bytes, device
+};
+
 class EmuKernel final : public backend::Kernel {
  public:
-  EmuKernel(int rank, KernelShape shape, EmuFn fn)
-      : rank_(rank), shape_(std::move(shape)), fn_(fn) {}
-  void launch(const int64_t* I, const double* F, void* const* P) const override {
+  EmuKernel(int rank, int pointers, KernelShape shape, EmuFn fn, const EmuMemory& memory)
+      : rank_(rank), pointers_(pointers), shape_(std::move(shape)), fn_(fn), memory_(memory) {}
+  void launch(const int64_t* I, const double* F, void* const* P, int device) const override {
     Launch l = launch_for(rank_, shape_, I);
     if (l.items == 0) return;
+    for (int q = 0; q < pointers_; ++q)
+      if (P[q]) memory_.check(device, P[q], 0, "a kernel launch");
     unsigned status = fn_(I, F, P, l.grid);
     if (status & 1u) throw Error(kir::negative_power_message());
   }
 
  private:
-  int rank_;
+  int rank_, pointers_;
   KernelShape shape_;
   EmuFn fn_;
+  const EmuMemory& memory_;
 };
 
 std::vector<int> parse_arches(const std::string& s) {
@@ -85,8 +157,10 @@ class EmuBackend final : public backend::Backend {
   backend::Capabilities capabilities() const override {
     backend::Capabilities c;
     c.jit = true;
+    c.memory = backend::MemorySpace::Device;
     return c;
   }
+  backend::DeviceMemory* memory() override { return &memory_; }
   std::shared_ptr<const backend::Kernel> compile(const kir::Kernel& k,
                                                  backend::KernelDumps* dumps) override {
     auto t0 = std::chrono::steady_clock::now();
@@ -109,7 +183,7 @@ class EmuBackend final : public backend::Backend {
       stats_.compile_seconds +=
           std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     }
-    return std::make_shared<EmuKernel>(k.rank, p.shape, fn);
+    return std::make_shared<EmuKernel>(k.rank, k.num_pointer_slots(), p.shape, fn, memory_);
   }
   backend::CompileStats stats() const override {
     std::lock_guard<std::mutex> lock(mu_);
@@ -198,6 +272,7 @@ class EmuBackend final : public backend::Backend {
     return reinterpret_cast<EmuFn>(sym);
   }
 
+  EmuMemory memory_;
   mutable std::mutex mu_;
   std::unordered_map<uint64_t, EmuFn> fns_;
   std::unordered_set<uint64_t> checked_;

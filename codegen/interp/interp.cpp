@@ -687,7 +687,7 @@ Program prepare(const kir::Kernel& k, const vm::MathMode& mode) {
 class InterpKernel final : public backend::Kernel {
  public:
   explicit InterpKernel(Program p) : p_(std::move(p)) {}
-  void launch(const int64_t* I, const double* F, void* const* P) const override {
+  void launch(const int64_t* I, const double* F, void* const* P, int) const override {
     Frame(p_, I, F, P).run();
     if (std::string e = kir::take_kernel_error(); !e.empty()) throw Error(e);
   }

@@ -389,6 +389,8 @@ struct ComputeOptions {
   std::string trace_file;           // task stream in Chrome trace format (--trace)
   bool progress = true;             // progress bar on stderr (terminals only) after ~1 s
   Device device = Device::Default;  // where it runs: KILN_DEVICE, else cpu (support/device.hpp)
+  int devices = 0;  // devices of that kind its blocks are spread over (cuda, cuda-emu; 0:
+                    // KILN_DEVICES, else every GPU for cuda, one for cuda-emu)
 };
 
 // Evaluates several arrays in one plan that shares their common work.
@@ -412,6 +414,14 @@ struct Stats {
   int64_t last_peak_bytes = 0;
   double last_compile_seconds = 0;
   double last_seconds = 0;  // wall time of the whole compute()
+  // Last compute() on a device with its own memory (cuda, cuda-emu): the devices it used, the
+  // copies host -> device, device -> host and between devices (count, bytes), and the peak of
+  // device memory it held (all devices together).
+  int last_devices = 0;
+  int64_t last_to_device = 0, last_to_device_bytes = 0;
+  int64_t last_to_host = 0, last_to_host_bytes = 0;
+  int64_t last_between_devices = 0, last_between_devices_bytes = 0;
+  int64_t last_peak_device_bytes = 0;
 };
 Stats stats();
 // Starts Stats::max_peak_bytes afresh (to measure one phase, a solver after its data are made).

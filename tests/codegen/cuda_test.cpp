@@ -47,7 +47,8 @@ std::set<std::string> modes(const std::string& sources) {
 TEST(Cuda, WithoutAGpuTheCudaDeviceIsACleanError) {
   std::string why;
   if (cuda::cuda_device_present(&why)) GTEST_SKIP() << "a GPU is present on this machine";
-  Array x = kt::lazy(kt::random_array(DType::Float64, {10}, 1, 0, 1));
+  NDArray data = kt::random_array(DType::Float64, {10}, 1, 0, 1);  // outlives x (zero-copy)
+  Array x = kt::lazy(data);
   try {
     on(Device::Cuda, {x + 1});
     FAIL() << "computed on --device cuda without a GPU";

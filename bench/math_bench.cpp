@@ -159,8 +159,50 @@ void BM_VectorMath(benchmark::State& state) {
                          benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
 }
 
+extern "C" d4 _ZGVdN4vv_pow(d4, d4);
+extern "C" d4 _ZGVdN4vv_kiln_pow(d4, d4);
+extern "C" d8 _ZGVeN8vv_pow(d8, d8);
+extern "C" d8 _ZGVeN8vv_kiln_pow(d8, d8);
+
+template <class V, int L>
+void loop2(V (*fn)(V, V), const double* x, const double* x2, double* y, int n) {
+  for (int i = 0; i < n; i += L) {
+    V a, b;
+    __builtin_memcpy(&a, x + i, sizeof a);
+    __builtin_memcpy(&b, x2 + i, sizeof b);
+    V r = fn(a, b);
+    __builtin_memcpy(y + i, &r, sizeof r);
+  }
+}
+
+// pow(x, y), x in (0, 100], y in [-10, 10]. Arg: library (0 libmvec, 1 Kiln).
+void BM_VectorPow(benchmark::State& state) {
+  bool kiln = state.range(0) != 0;
+  bool avx512 = __builtin_cpu_supports("avx512f");
+  const int n = 4096;
+  std::mt19937_64 g(5);
+  std::uniform_real_distribution<double> ux(1e-3, 100), uy(-10, 10);
+  std::vector<double> x(n), x2(n), y(n);
+  for (int i = 0; i < n; ++i) {
+    x[i] = ux(g);
+    x2[i] = uy(g);
+  }
+  for (auto _ : state) {
+    if (avx512)
+      loop2<d8, 8>(kiln ? _ZGVeN8vv_kiln_pow : _ZGVeN8vv_pow, x.data(), x2.data(), y.data(), n);
+    else
+      loop2<d4, 4>(kiln ? _ZGVdN4vv_kiln_pow : _ZGVdN4vv_pow, x.data(), x2.data(), y.data(), n);
+    benchmark::DoNotOptimize(y.data());
+  }
+  state.SetLabel(std::string(kiln ? "kiln_pow" : "pow") + (avx512 ? " AVX-512" : " AVX2"));
+  state.counters["ns_per_elem"] =
+      benchmark::Counter(double(n) * double(state.iterations()),
+                         benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+}
+
 }  // namespace
 
+BENCHMARK(BM_VectorPow)->Arg(0)->Arg(1)->ArgName("kiln");
 BENCHMARK(BM_VectorMath)
     ->ArgsProduct(
         {{int(kiln::vm::MathFn::Exp), int(kiln::vm::MathFn::Expm1), int(kiln::vm::MathFn::Log),

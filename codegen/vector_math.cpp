@@ -52,29 +52,31 @@ KILN_VM_DECLARE(d, 4, 8, d4, f8)
 KILN_VM_DECLARE(e, 8, 16, d8, f16)
 
 // Kiln's own variants (codegen/math/kiln_math.cpp), under the same ABI.
-#define KILN_KM_DECLARE(ISA, ND, NF, VD, VF)         \
-  extern "C" VD _ZGV##ISA##N##ND##v_kiln_exp(VD);    \
-  extern "C" VD _ZGV##ISA##N##ND##v_kiln_expm1(VD);  \
-  extern "C" VD _ZGV##ISA##N##ND##v_kiln_log(VD);    \
-  extern "C" VD _ZGV##ISA##N##ND##v_kiln_log1p(VD);  \
-  extern "C" VD _ZGV##ISA##N##ND##v_kiln_tanh(VD);   \
-  extern "C" VF _ZGV##ISA##N##NF##v_kiln_expf(VF);   \
-  extern "C" VF _ZGV##ISA##N##NF##v_kiln_expm1f(VF); \
-  extern "C" VF _ZGV##ISA##N##NF##v_kiln_logf(VF);   \
-  extern "C" VF _ZGV##ISA##N##NF##v_kiln_log1pf(VF); \
-  extern "C" VF _ZGV##ISA##N##NF##v_kiln_tanhf(VF);  \
-  extern "C" VD _ZGV##ISA##N##ND##v_kiln_sin(VD);    \
-  extern "C" VD _ZGV##ISA##N##ND##v_kiln_cos(VD);    \
-  extern "C" VD _ZGV##ISA##N##ND##v_kiln_tan(VD);    \
-  extern "C" VF _ZGV##ISA##N##NF##v_kiln_sinf(VF);   \
-  extern "C" VF _ZGV##ISA##N##NF##v_kiln_cosf(VF);   \
-  extern "C" VF _ZGV##ISA##N##NF##v_kiln_tanf(VF);   \
-  extern "C" VD _ZGV##ISA##N##ND##v_kiln_atan(VD);   \
-  extern "C" VD _ZGV##ISA##N##ND##v_kiln_asin(VD);   \
-  extern "C" VD _ZGV##ISA##N##ND##v_kiln_acos(VD);   \
-  extern "C" VF _ZGV##ISA##N##NF##v_kiln_atanf(VF);  \
-  extern "C" VF _ZGV##ISA##N##NF##v_kiln_asinf(VF);  \
-  extern "C" VF _ZGV##ISA##N##NF##v_kiln_acosf(VF);
+#define KILN_KM_DECLARE(ISA, ND, NF, VD, VF)           \
+  extern "C" VD _ZGV##ISA##N##ND##v_kiln_exp(VD);      \
+  extern "C" VD _ZGV##ISA##N##ND##v_kiln_expm1(VD);    \
+  extern "C" VD _ZGV##ISA##N##ND##v_kiln_log(VD);      \
+  extern "C" VD _ZGV##ISA##N##ND##v_kiln_log1p(VD);    \
+  extern "C" VD _ZGV##ISA##N##ND##v_kiln_tanh(VD);     \
+  extern "C" VF _ZGV##ISA##N##NF##v_kiln_expf(VF);     \
+  extern "C" VF _ZGV##ISA##N##NF##v_kiln_expm1f(VF);   \
+  extern "C" VF _ZGV##ISA##N##NF##v_kiln_logf(VF);     \
+  extern "C" VF _ZGV##ISA##N##NF##v_kiln_log1pf(VF);   \
+  extern "C" VF _ZGV##ISA##N##NF##v_kiln_tanhf(VF);    \
+  extern "C" VD _ZGV##ISA##N##ND##v_kiln_sin(VD);      \
+  extern "C" VD _ZGV##ISA##N##ND##v_kiln_cos(VD);      \
+  extern "C" VD _ZGV##ISA##N##ND##v_kiln_tan(VD);      \
+  extern "C" VF _ZGV##ISA##N##NF##v_kiln_sinf(VF);     \
+  extern "C" VF _ZGV##ISA##N##NF##v_kiln_cosf(VF);     \
+  extern "C" VF _ZGV##ISA##N##NF##v_kiln_tanf(VF);     \
+  extern "C" VD _ZGV##ISA##N##ND##v_kiln_atan(VD);     \
+  extern "C" VD _ZGV##ISA##N##ND##v_kiln_asin(VD);     \
+  extern "C" VD _ZGV##ISA##N##ND##v_kiln_acos(VD);     \
+  extern "C" VF _ZGV##ISA##N##NF##v_kiln_atanf(VF);    \
+  extern "C" VF _ZGV##ISA##N##NF##v_kiln_asinf(VF);    \
+  extern "C" VF _ZGV##ISA##N##NF##v_kiln_acosf(VF);    \
+  extern "C" VD _ZGV##ISA##N##ND##vv_kiln_pow(VD, VD); \
+  extern "C" VF _ZGV##ISA##N##NF##vv_kiln_powf(VF, VF);
 
 KILN_KM_DECLARE(b, 2, 4, d2, f4)
 KILN_KM_DECLARE(d, 4, 8, d4, f8)
@@ -140,7 +142,8 @@ KILN_KM_DECLARE(e, 8, 16, d8, f16)
                    : _ZGV##ISA##N##LANES##v_atan##SUFFIX(a);                           \
           break;                                                                       \
         case MathFn::Pow:                                                              \
-          r = _ZGV##ISA##N##LANES##vv_pow##SUFFIX(a, b);                               \
+          r = kiln ? _ZGV##ISA##N##LANES##vv_kiln_pow##SUFFIX(a, b)                    \
+                   : _ZGV##ISA##N##LANES##vv_pow##SUFFIX(a, b);                        \
           break;                                                                       \
       }                                                                                \
       for (int k = 0; k < m; ++k) y[i + k] = r[k];                                     \
@@ -243,7 +246,7 @@ bool kiln_math_selected() {
 bool kiln_has(MathFn f) {
   return f == MathFn::Exp || f == MathFn::Expm1 || f == MathFn::Log || f == MathFn::Log1p ||
          f == MathFn::Tanh || f == MathFn::Sin || f == MathFn::Cos || f == MathFn::Tan ||
-         f == MathFn::Atan || f == MathFn::Asin || f == MathFn::Acos;
+         f == MathFn::Atan || f == MathFn::Asin || f == MathFn::Acos || f == MathFn::Pow;
 }
 
 std::string call_name(MathFn f, const MathMode& mode) {

@@ -28,7 +28,7 @@ inline constexpr int kNumMathFns = 12;
 const char* isa_name(char isa);
 
 const char* libm_name(MathFn f);  // glibc's double-precision name: "sin", ..., "pow"
-// Whether Kiln has its own f (codegen/math/kiln_math.inc): all but pow.
+// Whether Kiln has its own f (codegen/math/kiln_math.inc): all of them now.
 bool kiln_has(MathFn f);
 // Whether `mode` evaluates f with Kiln's function (kiln, not precise, and Kiln has it).
 inline bool uses_kiln(MathFn f, const MathMode& mode) {

@@ -14,7 +14,7 @@
 // | KILN_PRECISE_MATH=1 | precise_math | transcendental functions from glibc's scalar libm (bit |
 // |                   |              | for bit glibc's results) instead of libmvec's variants,   |
 // |                   |              | which differ by up to 4 ulp and are several times faster  |
-// | KILN_MATH=kiln   | math         | transcendental functions but pow from Kiln's own          |
+// | KILN_MATH=kiln   | math         | transcendental functions (pow too) from Kiln's own        |
 // |                   |              | (codegen/math): the same bits on every CPU ISA and GPU;   |
 // |                   |              | default libmvec                                           |
 // | KILN_TARGET_CPU=C | target_cpu   | kernels for LLVM CPU C (x86-64-v3: AVX2 and its libmvec   |

@@ -371,7 +371,7 @@ class Printer {
         if (fp) return call(math_call("copysign", t));
         undefined("copysign", t);
       case BinaryFn::Pow:
-        if (fp) return call(math_call("pow", t));
+        if (fp) return call(math_call(kiln_math_ ? "kiln_pow" : "pow", t));
         if (integer)
           return "(" + T + ")kiln_ipow((kiln_i64)" + a + ", (kiln_i64)" + b + ", kiln_status)";
         undefined("power", t);

@@ -1,22 +1,73 @@
-// The GPU backend's entry: the CUDA driver API loaded with dlopen (libcuda.so.1), so one binary
-// runs on machines with and without a GPU. "No GPU" is decided by cuInit and cuDeviceGetCount,
-// not by dlopen alone: the toolkit's stub libcuda loads and then cuInit fails.
+// The GPU backend: the CUDA driver API loaded with dlopen (libcuda.so.1), so one binary runs on
+// machines with and without a GPU. "No GPU" is decided by cuInit and cuDeviceGetCount, not by
+// dlopen alone: the toolkit's stub libcuda loads and then cuInit fails.
+//
+// With a GPU: each device's primary context; kernels printed for the device (Flavor::Device),
+// compiled by NVRTC for its architecture (cubins cached, nvrtc.hpp) and loaded into each device's
+// context when first launched there; device memory through cuMemAlloc / cuMemFree (the runtime
+// pools it) and synchronous copies. A launch copies the block's I, F and P arrays to the device
+// (the kernel reads them through pointers), zeroes the status word and the tree kernels' scratch,
+// launches on the legacy default stream and reads the status back, which waits for the kernel.
+// NOT YET RUN ON A GPU: no session so far had one (docs/ARCHITECTURE.md lists what was verified).
 #include <dlfcn.h>
 
+#include <chrono>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <unordered_map>
+#include <vector>
+
 #include "codegen/cuda/cuda_backend.hpp"
+#include "codegen/cuda/cuda_printer.hpp"
+#include "codegen/cuda/nvrtc.hpp"
+#include "codegen/kernel_support.hpp"
+#include "codegen/vector_math.hpp"
 #include "support/error.hpp"
+#include "support/flags.hpp"
 
 namespace kiln::cuda {
 
 namespace {
 
+// The driver API's types, as cuda.h declares them (cuda.h is not needed to build).
+using CUresult = int;
+using CUdevice = int;
+using CUdeviceptr = unsigned long long;
+using CUcontext = struct CUctx_st*;
+using CUmodule = struct CUmod_st*;
+using CUfunction = struct CUfunc_st*;
+using CUstream = struct CUstream_st*;
+constexpr int kAttrComputeMajor = 75, kAttrComputeMinor = 76;  // CU_DEVICE_ATTRIBUTE_...
+constexpr CUresult kOutOfMemory = 2;                           // CUDA_ERROR_OUT_OF_MEMORY
+
 struct Driver {
-  int (*init)(unsigned) = nullptr;
-  int (*device_count)(int*) = nullptr;
-  int (*error_string)(int, const char**) = nullptr;
+  CUresult (*init)(unsigned) = nullptr;
+  CUresult (*device_count)(int*) = nullptr;
+  CUresult (*error_string)(CUresult, const char**) = nullptr;
+  CUresult (*device_get)(CUdevice*, int) = nullptr;
+  CUresult (*attribute)(int*, int, CUdevice) = nullptr;
+  CUresult (*primary_ctx)(CUcontext*, CUdevice) = nullptr;
+  CUresult (*set_current)(CUcontext) = nullptr;
+  CUresult (*mem_alloc)(CUdeviceptr*, size_t) = nullptr;
+  CUresult (*mem_free)(CUdeviceptr) = nullptr;
+  CUresult (*htod)(CUdeviceptr, const void*, size_t) = nullptr;
+  CUresult (*dtoh)(void*, CUdeviceptr, size_t) = nullptr;
+  CUresult (*peer)(CUdeviceptr, CUcontext, CUdeviceptr, CUcontext, size_t) = nullptr;
+  CUresult (*memset8)(CUdeviceptr, unsigned char, size_t) = nullptr;
+  CUresult (*load_data)(CUmodule*, const void*) = nullptr;
+  CUresult (*get_function)(CUfunction*, CUmodule, const char*) = nullptr;
+  CUresult (*launch)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+                     unsigned, CUstream, void**, void**) = nullptr;
   std::string why;  // empty: a driver with devices
   int devices = 0;
 };
+
+template <class F>
+bool bind(void* h, const char* name, F* f) {
+  *f = reinterpret_cast<F>(dlsym(h, name));
+  return *f != nullptr;
+}
 
 const Driver& driver() {
   static Driver d = [] {
@@ -26,25 +77,236 @@ const Driver& driver() {
       x.why = "no CUDA driver (libcuda.so.1 cannot be loaded)";
       return x;
     }
-    x.init = reinterpret_cast<decltype(x.init)>(dlsym(h, "cuInit"));
-    x.device_count = reinterpret_cast<decltype(x.device_count)>(dlsym(h, "cuDeviceGetCount"));
-    x.error_string = reinterpret_cast<decltype(x.error_string)>(dlsym(h, "cuGetErrorString"));
-    if (!x.init || !x.device_count) {
+    if (!bind(h, "cuInit", &x.init) || !bind(h, "cuDeviceGetCount", &x.device_count)) {
       x.why = "libcuda.so.1 lacks cuInit or cuDeviceGetCount";
       return x;
     }
-    int rc = x.init(0);
+    bind(h, "cuGetErrorString", &x.error_string);
+    CUresult rc = x.init(0);
     if (rc != 0) {
       const char* s = nullptr;
       if (x.error_string) x.error_string(rc, &s);
       x.why = "cuInit failed (" + std::to_string(rc) + (s ? std::string(": ") + s : "") + ")";
       return x;
     }
-    if (x.device_count(&x.devices) != 0 || x.devices <= 0) x.why = "no CUDA device is present";
+    if (x.device_count(&x.devices) != 0 || x.devices <= 0) {
+      x.why = "no CUDA device is present";
+      return x;
+    }
+    bool ok =
+        bind(h, "cuDeviceGet", &x.device_get) && bind(h, "cuDeviceGetAttribute", &x.attribute) &&
+        bind(h, "cuDevicePrimaryCtxRetain", &x.primary_ctx) &&
+        bind(h, "cuCtxSetCurrent", &x.set_current) && bind(h, "cuMemAlloc_v2", &x.mem_alloc) &&
+        bind(h, "cuMemFree_v2", &x.mem_free) && bind(h, "cuMemcpyHtoD_v2", &x.htod) &&
+        bind(h, "cuMemcpyDtoH_v2", &x.dtoh) && bind(h, "cuMemcpyPeer", &x.peer) &&
+        bind(h, "cuMemsetD8_v2", &x.memset8) && bind(h, "cuModuleLoadData", &x.load_data) &&
+        bind(h, "cuModuleGetFunction", &x.get_function) && bind(h, "cuLaunchKernel", &x.launch);
+    if (!ok) x.why = "libcuda.so.1 lacks a function Kiln calls (a driver older than CUDA 4?)";
     return x;
   }();
   return d;
 }
+
+// Throws kiln::Error naming the call and the driver's message unless rc is success.
+void check(CUresult rc, const char* call) {
+  if (rc == 0) return;
+  const char* s = nullptr;
+  if (driver().error_string) driver().error_string(rc, &s);
+  throw Error(std::string("device cuda: ") + call + " failed (" + std::to_string(rc) +
+              (s ? std::string(": ") + s : "") + ")");
+}
+
+CUdeviceptr dptr(const void* p) { return reinterpret_cast<CUdeviceptr>(p); }
+
+// The devices' primary contexts and architectures, made current on the calling thread per call.
+class Gpus final : public backend::DeviceMemory {
+ public:
+  Gpus() {
+    const Driver& d = driver();
+    for (int k = 0; k < d.devices; ++k) {
+      CUdevice dev = 0;
+      check(d.device_get(&dev, k), "cuDeviceGet");
+      int major = 0, minor = 0;
+      check(d.attribute(&major, kAttrComputeMajor, dev), "cuDeviceGetAttribute");
+      check(d.attribute(&minor, kAttrComputeMinor, dev), "cuDeviceGetAttribute");
+      CUcontext ctx = nullptr;
+      check(d.primary_ctx(&ctx, dev), "cuDevicePrimaryCtxRetain");
+      ctx_.push_back(ctx);
+      arch_.push_back(major * 10 + minor);
+    }
+  }
+  int count() const override { return static_cast<int>(ctx_.size()); }
+  int max_count() const override { return count(); }
+  void* alloc(int device, size_t bytes) override {
+    use(device);
+    CUdeviceptr p = 0;
+    CUresult rc = driver().mem_alloc(&p, std::max<size_t>(bytes, 1));
+    if (rc == kOutOfMemory)
+      throw Error("device cuda: device " + std::to_string(device) +
+                  " is out of memory allocating " + std::to_string(bytes) + " bytes");
+    check(rc, "cuMemAlloc");
+    return reinterpret_cast<void*>(p);
+  }
+  void free(int device, void* p, size_t) override {
+    use(device);
+    driver().mem_free(dptr(p));  // in a deleter: nothing to report to
+  }
+  void to_device(int device, void* dst, const void* src, size_t bytes) override {
+    use(device);
+    check(driver().htod(dptr(dst), src, bytes), "cuMemcpyHtoD");
+  }
+  void to_host(int device, void* dst, const void* src, size_t bytes) override {
+    use(device);
+    check(driver().dtoh(dst, dptr(src), bytes), "cuMemcpyDtoH");
+  }
+  void between(int to, void* dst, int from, const void* src, size_t bytes) override {
+    use(to);
+    check(driver().peer(dptr(dst), ctx_[to], dptr(src), ctx_[from], bytes), "cuMemcpyPeer");
+  }
+
+  void use(int device) const { check(driver().set_current(ctx_.at(device)), "cuCtxSetCurrent"); }
+  int arch(int device) const { return arch_.at(device); }
+
+ private:
+  std::vector<CUcontext> ctx_;
+  std::vector<int> arch_;
+};
+
+// Per-thread, per-device launch buffers: the I, F, P arrays, the status word and the scratch,
+// grown as needed and kept for the thread (freed never: a few KiB per thread and device).
+struct LaunchBuffers {
+  CUdeviceptr args = 0, scratch = 0;
+  size_t args_bytes = 0, scratch_bytes = 0;
+};
+
+class GpuKernel final : public backend::Kernel {
+ public:
+  GpuKernel(const kir::Kernel& k, Printed p, Gpus& gpus)
+      : rank_(k.rank),
+        ints_(static_cast<size_t>(k.num_ints())),
+        floats_(k.params.size()),
+        pointers_(static_cast<size_t>(k.num_pointer_slots())),
+        printed_(std::move(p)),
+        gpus_(gpus) {}
+
+  void launch(const int64_t* I, const double* F, void* const* P, int device) const override {
+    Launch l = launch_for(rank_, printed_.shape, I);
+    if (l.items == 0) return;
+    const Driver& d = driver();
+    CUfunction fn = function(device);  // makes the device current
+    thread_local std::map<int, LaunchBuffers> buffers;
+    LaunchBuffers& b = buffers[device];
+    // args: status word (8 bytes), I, F, P, each 8-byte aligned.
+    size_t need = 8 + 8 * (ints_ + floats_ + pointers_);
+    if (b.args_bytes < need) {
+      if (b.args) d.mem_free(b.args);
+      b.args = 0;
+      check(d.mem_alloc(&b.args, need), "cuMemAlloc");
+      b.args_bytes = need;
+    }
+    thread_local std::vector<unsigned char> host;
+    host.assign(need, 0);
+    std::memcpy(host.data() + 8, I, 8 * ints_);
+    std::memcpy(host.data() + 8 + 8 * ints_, F, 8 * floats_);
+    std::memcpy(host.data() + 8 + 8 * (ints_ + floats_), P, 8 * pointers_);
+    check(d.htod(b.args, host.data(), need), "cuMemcpyHtoD");
+    if (l.scratch_bytes > 0) {
+      if (b.scratch_bytes < static_cast<size_t>(l.scratch_bytes)) {
+        if (b.scratch) d.mem_free(b.scratch);
+        b.scratch = 0;
+        check(d.mem_alloc(&b.scratch, static_cast<size_t>(l.scratch_bytes)), "cuMemAlloc");
+        b.scratch_bytes = static_cast<size_t>(l.scratch_bytes);
+      }
+      check(d.memset8(b.scratch, 0, 256), "cuMemsetD8");  // the ticket counter
+    }
+    CUdeviceptr status = b.args, i_arg = b.args + 8, f_arg = i_arg + 8 * ints_,
+                p_arg = f_arg + 8 * floats_, s_arg = b.scratch;
+    void* params[] = {&i_arg, &f_arg, &p_arg, &s_arg, &status};
+    check(d.launch(fn, static_cast<unsigned>(l.grid), 1, 1,
+                   static_cast<unsigned>(printed_.shape.block), 1, 1, 0, nullptr, params, nullptr),
+          "cuLaunchKernel");
+    unsigned word = 0;
+    check(d.dtoh(&word, status, sizeof word), "cuMemcpyDtoH (the kernel's status)");
+    if (word & 1u) throw Error(kir::negative_power_message());
+  }
+
+ private:
+  // The kernel's function on `device`: compiled for its architecture and loaded into its
+  // context on first use. Leaves the device current.
+  CUfunction function(int device) const {
+    gpus_.use(device);
+    std::lock_guard<std::mutex> lock(mu_);
+    if (auto it = fns_.find(device); it != fns_.end()) return it->second;
+    int arch = gpus_.arch(device);
+    NvrtcOutput out = nvrtc_cubin(printed_.source, arch, "kiln_kernel.cu");
+    if (!out.ok)
+      throw InternalError("device cuda: NVRTC rejects a kernel for sm_" + std::to_string(arch) +
+                          ":\n" + out.log);
+    CUmodule mod = nullptr;
+    check(driver().load_data(&mod, out.cubin.data()), "cuModuleLoadData");
+    CUfunction fn = nullptr;
+    check(driver().get_function(&fn, mod, "kiln_kernel"), "cuModuleGetFunction");
+    fns_[device] = fn;
+    return fn;
+  }
+
+  int rank_;
+  size_t ints_, floats_, pointers_;
+  Printed printed_;
+  Gpus& gpus_;
+  mutable std::mutex mu_;
+  mutable std::unordered_map<int, CUfunction> fns_;  // modules stay loaded for the process
+};
+
+bool kiln_math() { return vm::kiln_math_selected() && !flags().precise_math; }
+
+class GpuBackend final : public backend::Backend {
+ public:
+  Device device() const override { return Device::Cuda; }
+  backend::Capabilities capabilities() const override {
+    backend::Capabilities c;
+    c.jit = true;
+    c.memory = backend::MemorySpace::Device;
+    return c;
+  }
+  backend::DeviceMemory* memory() override { return &gpus_; }
+  std::shared_ptr<const backend::Kernel> compile(const kir::Kernel& k,
+                                                 backend::KernelDumps* dumps) override {
+    auto t0 = std::chrono::steady_clock::now();
+    Printed p = print(k, Flavor::Device, kiln_math());
+    if (dumps) dumps->printed = p.source;
+    // Compiled here for device 0's architecture (so compile errors and times belong to the
+    // plan build); other architectures at their first launch.
+    NvrtcOutput out = nvrtc_cubin(p.source, gpus_.arch(0), "kiln_kernel.cu");
+    if (!out.ok)
+      throw InternalError("device cuda: NVRTC rejects a kernel for sm_" +
+                          std::to_string(gpus_.arch(0)) + ":\n" + out.log);
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (out.cached)
+        ++stats_.disk_hits;
+      else
+        ++stats_.compiled;
+      stats_.compile_seconds +=
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    }
+    return std::make_shared<GpuKernel>(k, std::move(p), gpus_);
+  }
+  backend::CompileStats stats() const override {
+    std::lock_guard<std::mutex> lock(mu_);
+    return stats_;
+  }
+  std::string target() const override {
+    std::string t = "cuda (" + std::to_string(gpus_.count()) + " device";
+    t += gpus_.count() == 1 ? "" : "s";
+    return t + ", sm_" + std::to_string(gpus_.arch(0)) + ", NVRTC " + nvrtc_version() + ")";
+  }
+
+ private:
+  Gpus gpus_;
+  mutable std::mutex mu_;
+  backend::CompileStats stats_;
+};
 
 }  // namespace
 
@@ -59,9 +321,8 @@ std::unique_ptr<backend::Backend> make_device_backend() {
   if (!cuda_device_present(&why))
     throw Error("device cuda: " + why +
                 "; run on the cpu, or on cuda-emu to test the CUDA kernels without a GPU");
-  throw Error(
-      "device cuda: a GPU is present, but the GPU device runtime (memory, streams, "
-      "launches; issue 11) is not built yet; use cuda-emu for the CUDA kernels");
+  if (!nvrtc_available(&why)) throw Error("device cuda: a GPU is present, but " + why);
+  return std::make_unique<GpuBackend>();
 }
 
 }  // namespace kiln::cuda

@@ -300,6 +300,8 @@ KILN_M_WRAP(tan)
 KILN_M_WRAP(atan)
 KILN_M_WRAP(asin)
 KILN_M_WRAP(acos)
+KILN_FN double kiln_pow(double x, double y) { return kiln_m_pow<double, kiln_u64>(x, y); }
+KILN_FN float kiln_powf(float x, float y) { return (float)kiln_pow((double)x, (double)y); }
 )";
 
 void append_table(std::string& s, const char* name, const double* t, int n) {

@@ -152,6 +152,38 @@ KILN_M_VECTOR_HELPERS(V, I, _mm512_fmadd_pd(a, b, c),
     return kiln_math_scalar::kiln_m_##FN<double, unsigned long long>(x); \
   }
 
+// pow: two arguments.
+#define KILN_M_EXPORT2(ISA, TARGET, ND, NF, NS, FN)           \
+  extern "C" __attribute__((target(TARGET)))                  \
+  NS::V _ZGV##ISA##N##ND##vv_kiln_##FN(NS::V x, NS::V y) {    \
+    return NS::kiln_m_##FN<NS::V, NS::I>(x, y);               \
+  }                                                           \
+  extern "C" __attribute__((target(TARGET)))                  \
+  NS::F _ZGV##ISA##N##NF##vv_kiln_##FN##f(NS::F x, NS::F y) { \
+    NS::V xl, xh, yl, yh;                                     \
+    for (int i = 0; i < ND; ++i) {                            \
+      xl[i] = x[i];                                           \
+      xh[i] = x[i + ND];                                      \
+      yl[i] = y[i];                                           \
+      yh[i] = y[i + ND];                                      \
+    }                                                         \
+    xl = NS::kiln_m_##FN<NS::V, NS::I>(xl, yl);               \
+    xh = NS::kiln_m_##FN<NS::V, NS::I>(xh, yh);               \
+    NS::F r;                                                  \
+    for (int i = 0; i < ND; ++i) {                            \
+      r[i] = static_cast<float>(xl[i]);                       \
+      r[i + ND] = static_cast<float>(xh[i]);                  \
+    }                                                         \
+    return r;                                                 \
+  }
+#define KILN_M_EXPORT2_ALL(FN)                                              \
+  KILN_M_EXPORT2(b, "sse4.2", 2, 4, kiln_math_b, FN)                        \
+  KILN_M_EXPORT2(d, "avx2,fma", 4, 8, kiln_math_d, FN)                      \
+  KILN_M_EXPORT2(e, "avx512f", 8, 16, kiln_math_e, FN)                      \
+  extern "C" double kiln_##FN(double x, double y) {                         \
+    return kiln_math_scalar::kiln_m_##FN<double, unsigned long long>(x, y); \
+  }
+
 KILN_M_EXPORT_ALL(exp)
 KILN_M_EXPORT_ALL(expm1)
 KILN_M_EXPORT_ALL(log)
@@ -163,6 +195,7 @@ KILN_M_EXPORT_ALL(tan)
 KILN_M_EXPORT_ALL(atan)
 KILN_M_EXPORT_ALL(asin)
 KILN_M_EXPORT_ALL(acos)
+KILN_M_EXPORT2_ALL(pow)
 
 namespace kiln::kmath {
 
@@ -195,6 +228,12 @@ std::vector<std::pair<std::string, void*>> vector_symbols() {
   KILN_M_SYMBOLS(asin)
   KILN_M_SYMBOLS(acos)
 #undef KILN_M_SYMBOLS
+  v.emplace_back("_ZGVbN2vv_kiln_pow", reinterpret_cast<void*>(&_ZGVbN2vv_kiln_pow));
+  v.emplace_back("_ZGVdN4vv_kiln_pow", reinterpret_cast<void*>(&_ZGVdN4vv_kiln_pow));
+  v.emplace_back("_ZGVeN8vv_kiln_pow", reinterpret_cast<void*>(&_ZGVeN8vv_kiln_pow));
+  v.emplace_back("_ZGVbN4vv_kiln_powf", reinterpret_cast<void*>(&_ZGVbN4vv_kiln_powf));
+  v.emplace_back("_ZGVdN8vv_kiln_powf", reinterpret_cast<void*>(&_ZGVdN8vv_kiln_powf));
+  v.emplace_back("_ZGVeN16vv_kiln_powf", reinterpret_cast<void*>(&_ZGVeN16vv_kiln_powf));
   return v;
 }
 

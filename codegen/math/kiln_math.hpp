@@ -1,7 +1,7 @@
 // Kiln's own transcendental functions (kiln_math.inc): the same bits on every CPU vector ISA,
 // the host scalar code and GPUs. codegen/vector_math.hpp chooses them (MathMode::kiln) or
 // libmvec's or glibc's; the CUDA printer prints their source into every kernel. sin, cos, tan,
-// atan, asin, acos too.
+// atan, asin, acos and pow too.
 #pragma once
 #include <string>
 #include <utility>
@@ -19,6 +19,7 @@ double kiln_tan(double x);
 double kiln_atan(double x);
 double kiln_asin(double x);
 double kiln_acos(double x);
+double kiln_pow(double x, double y);
 }
 
 namespace kiln::kmath {

@@ -7,6 +7,7 @@
 #include <functional>
 #include <limits>
 #include <random>
+#include <tuple>
 
 #include "codegen/math/kiln_math.hpp"
 #include "codegen/vector_math.hpp"
@@ -186,4 +187,95 @@ TEST(KilnMath, EveryVectorIsaGivesTheScalarBits) {
     }
   }
   EXPECT_GE(tried, 10);  // SSE4 and AVX2 at least, on every machine Kiln runs on
+}
+
+namespace {
+
+// pow's arguments: x over every binade (both signs, with integer y for negative x), y spread so
+// that |y log x| covers the whole range up to overflow and underflow; x near 1 with huge y; and
+// small integers and halves.
+std::vector<std::pair<double, double>> pow_arguments(int n) {
+  std::mt19937_64 g(23);
+  std::uniform_real_distribution<double> u(0, 1);
+  std::vector<std::pair<double, double>> v;
+  for (int i = 0; i < n; ++i) {
+    double x = std::exp(std::log(1e-310) + u(g) * (std::log(1e308) - std::log(1e-310)));
+    double lx = std::log(x);
+    double y = (u(g) * 2 - 1) * 760 / (lx == 0 ? 1 : std::fabs(lx));
+    if (i % 4 == 1) y = std::round(y);
+    if (i % 8 == 1) x = -x;  // with the integer y
+    v.push_back({x, y});
+  }
+  for (int i = 0; i < n / 4; ++i) {  // near 1: 1 + d, |d| down to 2^-52, y up to 2^60
+    double d = std::ldexp(u(g) - 0.5, -int(u(g) * 52));
+    double x = 1 + d, lx = std::log1p(d);
+    v.push_back({x, (u(g) * 2 - 1) * 700 / std::fabs(lx == 0 ? 1 : lx)});
+  }
+  for (int i = 0; i < n / 8; ++i)
+    v.push_back({std::ldexp(u(g) + 0.5, int(u(g) * 40) - 20), std::round(u(g) * 40 - 20) / 2});
+  return v;
+}
+
+}  // namespace
+
+TEST(KilnMath, PowIsWithinItsUlpBoundOverItsDomain) {
+  double worst = 0, wx = 0, wy = 0;
+  for (auto [x, y] : pow_arguments(200000)) {
+    long double want = powl(static_cast<long double>(x), static_cast<long double>(y));
+    double e = ulps(kiln_pow(x, y), want);
+    if (e > worst) {
+      worst = e;
+      wx = x;
+      wy = y;
+    }
+  }
+  EXPECT_LE(worst, 2.0) << "pow(" << wx << ", " << wy << ")";
+  std::printf("kiln_pow: max error %.3f ulp (at %.17g, %.17g)\n", worst, wx, wy);
+}
+
+TEST(KilnMath, PowSpecialValuesAreC99s) {
+  // Every pair of special and ordinary values: the same value as glibc's pow (C99 Annex F), sign
+  // of zero and infinity included; any NaN for a NaN.
+  double inf = std::numeric_limits<double>::infinity(), nan = std::nan("");
+  const double vals[] = {0.0,   -0.0,  1.0, -1.0, 0.5,   -0.5,   2.0,     -2.0,
+                         3.0,   -3.0,  2.5, -2.5, 1e300, -1e300, 1e-310,  -1e-310,
+                         inf,   -inf,  nan, 1e16, -1e16, 0x1p53, -0x1p53, 9007199254740993.0,
+                         700.5, -745.5};
+  int bad = 0;
+  for (double x : vals)
+    for (double y : vals) {
+      double want = std::pow(x, y), got = kiln_pow(x, y);
+      bool same = std::isnan(want) ? std::isnan(got)
+                                   : std::memcmp(&want, &got, sizeof got) == 0 ||
+                                         (std::isfinite(want) && want != 0 && ulps(got, want) <= 2);
+      if (!same && ++bad < 20)
+        ADD_FAILURE() << "pow(" << x << ", " << y << ") = " << got << ", glibc " << want;
+    }
+  EXPECT_EQ(bad, 0);
+}
+
+TEST(KilnMath, PowGivesTheScalarBitsOnEveryVectorIsa) {
+  std::vector<std::pair<double, double>> args = pow_arguments(20000);
+  std::vector<double> x, y, want, got(args.size());
+  for (auto [a, b] : args) {
+    x.push_back(a);
+    y.push_back(b);
+    want.push_back(kiln_pow(a, b));
+  }
+  int tried = 0;
+  for (auto [isa, lanes, present] :
+       {std::tuple{'b', 2, bool(__builtin_cpu_supports("sse4.2"))},
+        std::tuple{'d', 4, __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")},
+        std::tuple{'e', 8, bool(__builtin_cpu_supports("avx512f"))}}) {
+    if (!present) continue;
+    ++tried;
+    vm::MathMode m{false, isa, lanes, true};
+    vm::apply(vm::MathFn::Pow, m, x.data(), y.data(), got.data(), int64_t(x.size()));
+    size_t differ = 0;
+    for (size_t i = 0; i < x.size(); ++i)
+      differ += std::memcmp(&got[i], &want[i], sizeof(double)) != 0 &&
+                !(std::isnan(got[i]) && std::isnan(want[i]));
+    EXPECT_EQ(differ, 0u) << "pow on ISA " << isa;
+  }
+  EXPECT_GE(tried, 2);
 }

@@ -133,6 +133,7 @@ std::vector<NDArray> compute(const std::vector<Array>& arrays, const ComputeOpti
   ro.threads = thread_count(opt);
   ro.trace = trace.get();
   ro.progress = opt.progress;
+  ro.keep_on_device = opt.keep_on_device;
   ro.devices = opt.devices != 0 ? opt.devices : flags().devices;
   if (ro.devices < 0)
     throw Error("compute: devices must be at least 1 (0: the default), not " +
@@ -149,7 +150,7 @@ std::vector<NDArray> compute(const std::vector<Array>& arrays, const ComputeOpti
   std::vector<NDArray> out;
   for (size_t k = 0; k < res.outputs.size(); ++k) {
     const Node& n = *g.outputs[k];
-    out.emplace_back(n.dtype, n.shape, res.outputs[k], res.outputs[k].get());
+    out.emplace_back(n.dtype, n.shape, res.outputs[k], res.outputs[k].get(), res.places[k]);
   }
   Stats last;
   last.last_cached = cached;
@@ -218,6 +219,7 @@ Array Array::persist() const {
   a.strides = c_strides(shape());
   a.ptr = r.data();
   a.owner = r.storage();
+  a.place = r.place();
   return Array(Context::global().make(Op::Buffer, dtype(), shape(), chunks(), {}, std::move(a)));
 }
 

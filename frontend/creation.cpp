@@ -101,6 +101,25 @@ Array from_buffer(const void* data, DType dtype, const Shape& shape, const Shape
   return Array(ctx().make(Op::Buffer, dtype, shape, c, {}, std::move(a)));
 }
 
+Array from_device_buffer(const void* data, DType dtype, const Shape& shape, const Shape& chunks,
+                         MemoryPlace place, std::shared_ptr<const void> owner) {
+  if (place.on_host())
+    throw Error(std::string("from_device_buffer: ") + device_name(place.device) +
+                " has no memory of its own (use from_buffer for host memory)");
+  if (place.index < 0)
+    throw Error("from_device_buffer: device index " + std::to_string(place.index) + " is negative");
+  Array a = from_buffer(data, dtype, shape, chunks, std::move(owner));
+  Attrs at = a.node()->attrs;
+  at.place = place;
+  return Array(ctx().make(Op::Buffer, dtype, shape, a.chunks(), {}, std::move(at)));
+}
+
+Array asarray(const NDArray& a, const Shape& chunks) {
+  if (a.on_device())
+    return from_device_buffer(a.data(), a.dtype(), a.shape(), chunks, a.place(), a.storage());
+  return from_buffer(a.data(), a.dtype(), a.shape(), chunks, a.storage());
+}
+
 Array load_npy(const std::string& path, const Shape& chunks) {
   MappedNpy m = map_npy(path);
   DType t = dtype_from_npy_descr(m.info.descr, "load_npy('" + path + "')");

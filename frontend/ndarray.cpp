@@ -1,5 +1,6 @@
 #include <cstring>
 
+#include "codegen/backend.hpp"
 #include "ir/node.hpp"
 #include "kiln/kiln.hpp"
 #include "runtime/memory.hpp"
@@ -22,8 +23,27 @@ NDArray::NDArray(DType dtype, Shape shape) : dtype_(dtype), shape_(std::move(sha
   std::memset(data_, 0, bytes);
 }
 
-NDArray::NDArray(DType dtype, Shape shape, std::shared_ptr<void> storage, void* data)
-    : dtype_(dtype), shape_(std::move(shape)), storage_(std::move(storage)), data_(data) {}
+NDArray::NDArray(DType dtype, Shape shape, std::shared_ptr<void> storage, void* data,
+                 MemoryPlace place)
+    : dtype_(dtype),
+      shape_(std::move(shape)),
+      storage_(std::move(storage)),
+      data_(data),
+      place_(place) {}
+
+void NDArray::check_host(const char* op) const {
+  if (on_device())
+    throw Error(std::string(op) + ": the array is in " + place_name(place_) +
+                "'s memory; copy it to the host first (NDArray::to_host)");
+}
+
+NDArray NDArray::to_host() const {
+  if (!on_device()) return *this;
+  NDArray h(dtype_, shape_);
+  if (size_t bytes = nbytes())
+    backend::backend_for(place_.device).memory()->to_host(place_.index, h.data(), data_, bytes);
+  return h;
+}
 
 void NDArray::check_type(size_t size, bool fp, bool boolean) const {
   bool ok =
@@ -60,16 +80,19 @@ void NDArray::check_index(const char* op, int64_t flat) const {
 }
 
 double NDArray::at(int64_t flat) const {
+  check_host("NDArray.at");
   check_index("NDArray.at", flat);
   return element_as<double>(dtype_, data_, flat);
 }
 
 int64_t NDArray::at_int(int64_t flat) const {
+  check_host("NDArray.at_int");
   check_index("NDArray.at_int", flat);
   return element_as<int64_t>(dtype_, data_, flat);
 }
 
 void NDArray::save_npy(const std::string& path) const {
+  check_host("NDArray.save_npy");
   kiln::save_npy(path, dtype_npy_descr(dtype_), shape_, data_, nbytes());
 }
 

@@ -117,7 +117,7 @@ Shape c_strides(const Shape& s) {
 bool Attrs::operator==(const Attrs& o) const {
   return ints == o.ints && offset == o.offset && strides == o.strides &&
          (f == o.f || (f != f && o.f != o.f)) && i == o.i && ptr == o.ptr && owner == o.owner &&
-         slot == o.slot && cls == o.cls;
+         place == o.place && slot == o.slot && cls == o.cls;
 }
 
 std::vector<int> Node::reduce_axes() const {
@@ -158,6 +158,7 @@ uint64_t node_hash(const Node& n) {
   h = hash_double(h, a.f);
   h = hash_mix(h, static_cast<uint64_t>(a.i));
   h = hash_mix(h, reinterpret_cast<uintptr_t>(a.ptr));
+  if (!a.place.on_host()) h = hash_mix(h, static_cast<uint64_t>(a.place.index) + 1);
   h = hash_mix(h, static_cast<uint64_t>(a.slot));
   h = hash_mix(h, a.cls);
   return h;

@@ -11,6 +11,7 @@
 
 #include "ir/dtype.hpp"
 #include "ir/functions.hpp"
+#include "support/device.hpp"
 
 namespace kiln {
 
@@ -38,6 +39,7 @@ struct Attrs {
   // Buffer: the data and what keeps it alive (null owner: the user guarantees lifetime).
   const void* ptr = nullptr;
   std::shared_ptr<const void> owner;
+  MemoryPlace place;  // Buffer: where ptr points (host, or a device's memory)
   // Template graphs (values stripped for plan caching): the parameter slot, and for scalars the
   // value class that simplification may depend on (a ScalarClass).
   int32_t slot = -1;

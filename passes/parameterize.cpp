@@ -13,6 +13,7 @@ Graph parameterize(const Graph& g, std::vector<ParamValue>* params) {
     v.i = a.i;
     v.ptr = a.ptr;
     v.owner = a.owner;
+    v.place = a.place;
     a.slot = static_cast<int32_t>(params->size());
     params->push_back(std::move(v));
     if (n->op == Op::Scalar) a.cls = static_cast<uint8_t>(scalar_class_of(*n));
@@ -20,6 +21,7 @@ Graph parameterize(const Graph& g, std::vector<ParamValue>* params) {
     a.i = 0;
     a.ptr = nullptr;
     a.owner.reset();
+    a.place = MemoryPlace{};
     return n->ctx->make(n->op, n->dtype, n->shape, n->chunks, {}, std::move(a));
   });
 }

@@ -14,6 +14,7 @@ struct ParamValue {
   int64_t i = 0;
   const void* ptr = nullptr;
   std::shared_ptr<const void> owner;
+  MemoryPlace place;  // Buffer: where ptr points
 };
 
 // Slots are numbered in a deterministic order (topological order of the graph).

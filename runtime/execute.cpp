@@ -113,7 +113,7 @@ class BlockPool {
 class Run {
  public:
   Run(const Plan& p, const std::vector<ParamValue>& params, Trace* trace, Progress* progress,
-      int devices)
+      int devices, bool keep_on_device)
       : p_(p),
         params_(params),
         trace_(trace),
@@ -132,8 +132,16 @@ class Run {
         block_readers_[p.arrays[a].block_offset + b] = p.arrays[a].block_readers[b];
     }
     for (size_t t = 0; t < p.tasks.size(); ++t) waits_[t] = p.tasks[t].waits;
-    if (backend::DeviceMemory* m = backend::backend_for(p.device).memory())
-      start_devices(*m, devices);
+    keep_ = keep_on_device;
+    backend::DeviceMemory* m = backend::backend_for(p.device).memory();
+    for (const ParamValue& v : params) {  // Buffer leaves in device memory: on this device kind
+      if (!v.ptr || v.place.on_host()) continue;
+      if (v.place.device != p.device || v.place.index >= (m ? m->max_count() : 0))
+        throw Error(std::string("compute on ") + device_name(p.device) + ": an operand is in " +
+                    place_name(v.place) + "'s memory; compute on " + device_name(v.place.device) +
+                    ", or copy it to the host (NDArray::to_host)");
+    }
+    if (m) start_devices(*m, devices);
   }
 
   ~Run() {
@@ -209,12 +217,24 @@ class Run {
   RunResult result() {
     RunResult r;
     for (int a : p_.output_arrays) {
+      if (arena_ && keep_) {  // stays on (or goes to) device 0
+        std::shared_ptr<void> d = host_homed_[a] ? nullptr : rep_[rep_at(a, 0)];
+        if (!d) {
+          ensure_array(a);
+          d = arena_->buffer(0, p_.arrays[a].bytes);
+          arena_->to_device(0, d.get(), data_[a].get(), p_.arrays[a].bytes);
+        }
+        r.outputs.push_back(d);
+        r.places.push_back({p_.device, 0});
+        continue;
+      }
       ensure_array(a);
       if (arena_ && !host_homed_[a] && rep_[rep_at(a, 0)]) {  // copy back what stayed on device 0
         arena_->to_host(0, data_[a].get(), rep_[rep_at(a, 0)].get(), p_.arrays[a].bytes);
         rep_[rep_at(a, 0)].reset();
       }
       r.outputs.push_back(data_[a]);
+      r.places.emplace_back();
     }
     if (arena_) r.transfers = arena_->transfers();
     r.devices = ndev_;
@@ -432,20 +452,27 @@ class Run {
     }
     return r;
   }
-  // Buffer leaf `slot` on device dev: the elements its blocks there read, slot_lo_ ... slot_hi_
-  // (the pointer is to slot_lo_: readers subtract it from their offsets).
-  void* slot_replica(int slot, int dev) {
+  // Buffer leaf `slot` for device dev: the buffer itself where it is in dev's memory already,
+  // else the elements dev's blocks read, slot_lo_ ... slot_hi_, copied in (from the host or the
+  // device holding them). Returns the pointer and the element it starts at (readers subtract it
+  // from their offsets).
+  std::pair<void*, int64_t> slot_on(int slot, int dev) {
+    const ParamValue& v = params_[slot];
+    if (!v.place.on_host() && v.place.index == dev) return {const_cast<void*>(v.ptr), 0};
     const size_t at = slot_at(slot, dev);
     std::lock_guard<std::mutex> lock(dev_mu_);
     auto& r = slot_rep_[at];
     if (!r) {
       size_t es = slot_es_[slot];
       size_t bytes = static_cast<size_t>(slot_hi_[at] - slot_lo_[at] + 1) * es;
+      const char* src = static_cast<const char*>(v.ptr) + slot_lo_[at] * es;
       r = arena_->buffer(dev, bytes);
-      arena_->to_device(dev, r.get(),
-                        static_cast<const char*>(params_[slot].ptr) + slot_lo_[at] * es, bytes);
+      if (v.place.on_host())
+        arena_->to_device(dev, r.get(), src, bytes);
+      else
+        arena_->between(dev, r.get(), v.place.index, src, bytes);
     }
-    return r.get();
+    return {r.get(), slot_lo_[at]};
   }
 
   // Copies the elements base + sum idx[d] * strides[d] (idx < ext) of an array from device memory
@@ -576,8 +603,9 @@ class Run {
       } else if (a >= 0) {
         P[k.leaves[l].pointer] = read_replica(a, dev);
       } else if (block_elems > 0) {
-        P[k.leaves[l].pointer] = slot_replica(b.slot, dev);
-        I[at] -= slot_lo_[slot_at(b.slot, dev)];
+        auto [ptr, first] = slot_on(b.slot, dev);
+        P[k.leaves[l].pointer] = ptr;
+        I[at] -= first;
       }
     }
     for (size_t o = 0; o < k.outputs.size(); ++o) {
@@ -717,7 +745,8 @@ class Run {
         const char* data = static_cast<const char*>(block);
         return {data ? data + r.layout.offset * es : nullptr, &r.layout};
       }
-      const char* base = static_cast<const char*>(operand_data(op));
+      const char* base = static_cast<const char*>(
+          operand_data(op, &op == &l.a ? l.m : l.k, &op == &l.a ? l.k : l.n, l.dtype));
       const MatrixLayout& m = op.layout;
       return {base ? base + (m.offset + row * m.row_stride + col * m.col_stride) * es : nullptr,
               &m};
@@ -747,16 +776,31 @@ class Run {
     return ext[0] * ext[1] * static_cast<int64_t>(es);
   }
 
-  // A library operand's memory: a materialized array or a Buffer leaf's pointer.
-  const void* operand_data(const LibraryOperand& op) const {
-    return op.array >= 0 ? data_[op.array].get() : params_[op.slot].ptr;
+  // A library operand's memory (rows x cols under its layout): a materialized array or a Buffer
+  // leaf's pointer; a Buffer in device memory is copied to the host once per run, what the
+  // layout reaches of it.
+  const void* operand_data(const LibraryOperand& op, int64_t rows, int64_t cols, DType t) {
+    if (op.array >= 0) return data_[op.array].get();
+    const ParamValue& v = params_[op.slot];
+    if (v.place.on_host() || rows == 0 || cols == 0) return v.ptr;
+    const MatrixLayout& m = op.layout;
+    size_t bytes =
+        static_cast<size_t>(m.offset + (rows - 1) * m.row_stride + (cols - 1) * m.col_stride + 1) *
+        dtype_size(t);
+    std::lock_guard<std::mutex> lock(dev_mu_);
+    auto& h = host_slots_[op.slot];
+    if (!h.second || h.first < bytes) {
+      h = {bytes, host_buffer(bytes)};
+      arena_->to_host(v.place.index, h.second.get(), v.ptr, bytes);
+    }
+    return h.second.get();
   }
 
   // A LAPACK call on its whole operands, into the packed result. Returns the bytes it wrote.
   int64_t run_lapack(const PlanLibrary& l) {
     auto ref = [&](const LibraryOperand& op, int64_t rows, int64_t cols) {
       library::MatrixRef r;
-      r.data = operand_data(op);
+      r.data = operand_data(op, rows, cols, l.dtype);
       r.rows = rows;
       r.cols = cols;
       r.offset = op.layout.offset;
@@ -923,8 +967,10 @@ class Run {
   std::vector<size_t> block_bytes_;         // per blocked array block: its size
   std::vector<int64_t> slot_lo_, slot_hi_;  // per template slot: elements read (Buffer leaves)
   std::vector<size_t> slot_es_;
-  std::vector<std::shared_ptr<void>> slot_rep_;  // per slot and device
-  int threads_ = 1;                              // of this run: exclusive LAPACK calls use them all
+  std::vector<std::shared_ptr<void>> slot_rep_;                         // per slot and device
+  std::map<int, std::pair<size_t, std::shared_ptr<void>>> host_slots_;  // device Buffers, staged
+  bool keep_ = false;                                                   // keep_on_device
+  int threads_ = 1;  // of this run: exclusive LAPACK calls use them all
   std::atomic<bool> failed_{false};
   std::atomic<int64_t> tasks_run_{0};
   std::mutex error_mu_;
@@ -935,7 +981,7 @@ class Run {
 
 RunResult execute(const Plan& plan, const std::vector<ParamValue>& params, const RunOptions& opt) {
   Progress progress(plan.work_tasks, opt.progress);
-  Run run(plan, params, opt.trace, &progress, opt.devices);
+  Run run(plan, params, opt.trace, &progress, opt.devices, opt.keep_on_device);
   run.run(opt.threads);
   RunResult r = run.result();
   r.tasks = run.tasks_run();

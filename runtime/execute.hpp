@@ -14,6 +14,7 @@ namespace kiln {
 
 struct RunResult {
   std::vector<std::shared_ptr<void>> outputs;  // per compute() output, the array's storage
+  std::vector<MemoryPlace> places;             // per output, where that storage is
   int64_t tasks = 0;                           // Kernel + Combine tasks executed
   int devices = 1;                             // devices its kernels ran on
   Transfers transfers;                         // copies to, from and between devices
@@ -24,6 +25,7 @@ struct RunOptions {
   Trace* trace = nullptr;  // record one event per task
   bool progress = false;   // progress bar on a terminal for long computes
   int devices = 0;         // devices to use, for backends with device memory (0: their default)
+  bool keep_on_device = false;  // such backends: outputs stay in device 0's memory
 };
 
 RunResult execute(const Plan& plan, const std::vector<ParamValue>& params, const RunOptions& opt);

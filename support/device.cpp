@@ -21,6 +21,10 @@ const char* device_name(Device d) {
   return "?";
 }
 
+std::string place_name(const MemoryPlace& p) {
+  return p.on_host() ? "host" : device_name(p.device) + (":" + std::to_string(p.index));
+}
+
 Device device_from_name(const std::string& name, const std::string& what) {
   if (name == "cpu") return Device::Cpu;
   if (name == "interp") return Device::Interp;

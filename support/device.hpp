@@ -14,6 +14,20 @@ enum class Device : uint8_t {
   Cuda,     // an NVIDIA GPU through the CUDA driver (codegen/cuda)
 };
 
+// Where an array's memory is: the host (Cpu, the default), or device `index` of a device kind
+// with its own memory (CudaEmu, Cuda). NDArray::place(), from_buffer of device memory.
+struct MemoryPlace {
+  Device device = Device::Cpu;
+  int index = 0;
+  bool on_host() const { return device != Device::CudaEmu && device != Device::Cuda; }
+  bool operator==(const MemoryPlace& o) const {
+    return on_host() ? o.on_host() : device == o.device && index == o.index;
+  }
+  bool operator!=(const MemoryPlace& o) const { return !(*this == o); }
+};
+// "host", "cuda-emu:0", "cuda:1".
+std::string place_name(const MemoryPlace& p);
+
 const char* device_name(Device d);  // "cpu", "interp", "cuda-emu", "cuda" ("default": Default)
 // "cpu", "interp", "cuda-emu" or "cuda" -> the device; anything else is a kiln::Error naming `what`
 // (the option or variable it came from) and the devices there are.

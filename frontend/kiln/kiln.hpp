@@ -65,12 +65,19 @@ struct Slice {
   }
 };
 
-// A computed array in host memory, C-contiguous.
+// A computed array, C-contiguous: in host memory, or (compute with
+// ComputeOptions::keep_on_device) in a device's memory, where data() is a device pointer and
+// only to_host(), storage() and the shape accessors may be used.
 class NDArray {
  public:
   NDArray() = default;
   NDArray(DType dtype, Shape shape);  // allocates, zero-filled
-  NDArray(DType dtype, Shape shape, std::shared_ptr<void> storage, void* data);
+  NDArray(DType dtype, Shape shape, std::shared_ptr<void> storage, void* data,
+          MemoryPlace place = {});
+  const MemoryPlace& place() const { return place_; }
+  bool on_device() const { return !place_.on_host(); }
+  // A host copy of a device array (copied); a host array itself (not copied).
+  NDArray to_host() const;
   DType dtype() const { return dtype_; }
   const Shape& shape() const { return shape_; }
   int ndim() const { return static_cast<int>(shape_.size()); }
@@ -81,6 +88,7 @@ class NDArray {
   template <class T>
   const T* data_as() const {
     check_type(sizeof(T), std::is_floating_point_v<T>, std::is_same_v<T, bool>);
+    check_host("NDArray.data_as");
     return static_cast<const T*>(data_);
   }
   // Element at a flat index converted to double / int64 (any dtype).
@@ -102,10 +110,12 @@ class NDArray {
  private:
   void check_type(size_t size, bool fp, bool boolean) const;
   void check_index(const char* op, int64_t flat) const;
+  void check_host(const char* op) const;
   DType dtype_ = DType::Float64;
   Shape shape_;
   std::shared_ptr<void> storage_;
   void* data_ = nullptr;
+  MemoryPlace place_;
 };
 
 struct Node;  // the graph's node (ir/node.hpp), opaque here
@@ -178,6 +188,13 @@ Array from_buffer(const void* data, DType dtype, const Shape& shape, const Shape
                   std::shared_ptr<const void> owner);
 template <class T>
 Array from_buffer(const T* data, const Shape& shape, const Shape& chunks = {});
+// Memory of a device (cuda, cuda-emu; `place`): computes on that kind of device read it where it
+// is (no copy to the host; a block on another device gets a copy between devices); a compute on
+// any other device is an error. `owner` as above.
+Array from_device_buffer(const void* data, DType dtype, const Shape& shape, const Shape& chunks,
+                         MemoryPlace place, std::shared_ptr<const void> owner = nullptr);
+// An NDArray as a lazy array, without copying (its storage is held): host or device memory.
+Array asarray(const NDArray& a, const Shape& chunks = {});
 // Memory-maps an .npy file; blocks are read lazily when a kernel touches them. Like NumPy's
 // np.load(mmap_mode='r'), the file must stay as it is while the array (or anything computed from
 // it lazily) is in use: the header and size are checked here, but a file truncated afterwards
@@ -391,6 +408,9 @@ struct ComputeOptions {
   Device device = Device::Default;  // where it runs: KILN_DEVICE, else cpu (support/device.hpp)
   int devices = 0;  // devices of that kind its blocks are spread over (cuda, cuda-emu; 0:
                     // KILN_DEVICES, else every GPU for cuda, one for cuda-emu)
+  // cuda, cuda-emu: the results stay in device memory (device 0), NDArray::on_device(); no
+  // copy back to the host (to_host() copies when asked). Ignored on host devices.
+  bool keep_on_device = false;
 };
 
 // Evaluates several arrays in one plan that shares their common work.

@@ -66,7 +66,10 @@ TEST(Devices, SeveralEmulatedDevicesGiveTheResultsOfOne) {
   }
   EXPECT_EQ(one[1].at_int(0), 5);
   // And the CPU's values (float sums within rounding).
-  std::vector<NDArray> cpu = compute(outs);
+  ComputeOptions on_cpu;
+  on_cpu.device = Device::Cpu;
+  on_cpu.progress = false;
+  std::vector<NDArray> cpu = compute(outs, on_cpu);
   for (size_t k = 0; k < outs.size(); ++k) {
     ASSERT_EQ(cpu[k].size(), one[k].size());
     for (int64_t e = 0; e < cpu[k].size(); ++e)
@@ -132,6 +135,7 @@ TEST(Devices, CopiesAreOnlyThoseThePlanNeedsAndAreCounted) {
 
   // Host devices copy nothing.
   ComputeOptions cpu;
+  cpu.device = Device::Cpu;  // not KILN_DEVICE's
   cpu.progress = false;
   compute({(x * 2).sum()}, cpu);
   EXPECT_EQ(stats().last_devices, 0);
@@ -145,4 +149,77 @@ TEST(Devices, BadDeviceCountsAreErrors) {
   // More devices than cuda-emu emulates: it uses the 16 it has.
   EXPECT_EQ(on_emu({(x * 0 + 1).sum()}, 100)[0].at(0), 10.0);
   EXPECT_EQ(stats().last_devices, 16);
+}
+
+TEST(Devices, ResultsCanStayOnTheDeviceAndBeReadFromThere) {
+  NDArray data = kt::random_array(DType::Float64, {1000, 100}, 9, -1, 1);
+  Array x = kt::lazy(data, {250, 100});
+  const int64_t whole = 1000 * 100 * 8;
+  ComputeOptions keep;
+  keep.device = Device::CudaEmu;
+  keep.keep_on_device = true;
+  keep.devices = 1;  // not KILN_DEVICES
+  keep.progress = false;
+
+  // y = exp(x) stays on device 0: nothing copied out; the sum (a host-homed reduction result)
+  // goes to the device too.
+  std::vector<NDArray> r = compute({exp(x), exp(x).sum()}, keep);
+  Stats s = stats();
+  EXPECT_EQ(s.last_to_host_bytes, 4 * 8);  // the partials only
+  EXPECT_EQ(s.last_to_device_bytes, whole + 4 * 8 + 8);
+  ASSERT_TRUE(r[0].on_device());
+  EXPECT_EQ(r[0].place().device, Device::CudaEmu);
+  EXPECT_EQ(place_name(r[1].place()), "cuda-emu:0");
+  try {
+    r[0].at(0);
+    FAIL() << "read a device array's element on the host";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("cuda-emu:0's memory"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(r[1].item<double>(), Error);
+  ComputeOptions copied_back = keep;  // the same kernels, results copied to the host
+  copied_back.keep_on_device = false;
+  std::vector<NDArray> host = compute({exp(x), exp(x).sum()}, copied_back);
+  NDArray y = r[0].to_host(), total = r[1].to_host();
+  EXPECT_FALSE(y.on_device());
+  EXPECT_EQ(std::memcmp(y.data(), host[0].data(), host[0].nbytes()), 0);
+  EXPECT_EQ(total.at(0), host[1].at(0));
+
+  // The device array read by the next compute where it is: nothing copied in but partials'
+  // identities, for an element-wise reader and a GEMM (a host library call: y copied out once).
+  Array yd = asarray(r[0], {250, 100});
+  ComputeOptions emu = keep;
+  emu.keep_on_device = false;
+  NDArray m = compute({(yd * 2).sum({1})}, emu)[0];
+  s = stats();
+  EXPECT_EQ(s.last_to_device_bytes, 1000 * 8);  // only the partials' identities (250 per block)
+  EXPECT_FALSE(m.on_device());
+  NDArray mh = compute({(asarray(y, {250, 100}) * 2).sum({1})})[0];
+  for (int64_t e = 0; e < 1000; ++e)
+    EXPECT_NEAR(m.at(e), mh.at(e), 1e-12 * (1 + std::abs(mh.at(e))));
+  NDArray wdata = kt::random_array(DType::Float64, {100, 20}, 10, -1, 1);
+  Array w = kt::lazy(wdata, {100, 20});
+  NDArray g = compute({matmul(yd, w)}, emu)[0];
+  NDArray gh = compute({matmul(asarray(y, {250, 100}), w)})[0];
+  EXPECT_EQ(std::memcmp(g.data(), gh.data(), gh.nbytes()), 0);
+
+  // On two devices, blocks on device 1 get their rows of y by a copy between devices.
+  emu.devices = 2;
+  NDArray m2 = compute({(yd * 2).sum({1})}, emu)[0];
+  EXPECT_EQ(stats().last_between_devices_bytes, whole / 2);
+  EXPECT_EQ(std::memcmp(m2.data(), m.data(), m.nbytes()), 0);
+
+  // A device array on the CPU, or on another device kind, is an error naming both.
+  ComputeOptions cpu;
+  cpu.device = Device::Cpu;  // not KILN_DEVICE's
+  try {
+    compute({yd + 1}, cpu);
+    FAIL() << "computed on the cpu from device memory";
+  } catch (const Error& e) {
+    std::string msg = e.what();
+    EXPECT_NE(msg.find("compute on cpu"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("cuda-emu:0"), std::string::npos) << msg;
+  }
+  EXPECT_THROW(from_device_buffer(data.data(), DType::Float64, {1000, 100}, {}, MemoryPlace{}),
+               Error);
 }

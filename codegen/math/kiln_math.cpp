@@ -32,6 +32,7 @@ KILN_M_SCALAR_HELPERS
 static inline double kiln_m_fma(double a, double b, double c) { return std::fma(a, b, c); }
 static inline double kiln_m_rint(double x) { return std::rint(x); }
 static inline double kiln_m_sqrt(double x) { return std::sqrt(x); }
+static inline double kiln_m_gather(const double* t, double i) { return t[int(i)]; }
 static inline I kiln_m_bits(double x) {
   I b;
   std::memcpy(&b, &x, 8);
@@ -54,7 +55,7 @@ static inline void kiln_m_set(double& x, int, double v) { x = v; }
 
 // --- vectors ------------------------------------------------------------------------------------
 // One namespace per ISA, each with the source included under that ISA's target options.
-#define KILN_M_VECTOR_HELPERS(V, I, FMA, RINT, ALL, SQRT)                                  \
+#define KILN_M_VECTOR_HELPERS(V, I, FMA, RINT, ALL, SQRT, GATHER)                          \
   template <class M> /* a comparison's mask: an int64 vector (long or long long) */        \
   static inline __attribute__((always_inline)) bool kiln_m_all(M m) {                      \
     return ALL;                                                                            \
@@ -62,6 +63,9 @@ static inline void kiln_m_set(double& x, int, double v) { x = v; }
   static inline __attribute__((always_inline)) V kiln_m_fma(V a, V b, V c) { return FMA; } \
   static inline __attribute__((always_inline)) V kiln_m_rint(V x) { return RINT; }         \
   static inline __attribute__((always_inline)) V kiln_m_sqrt(V x) { return SQRT; }         \
+  static inline __attribute__((always_inline)) V kiln_m_gather(const double* t, V i) {     \
+    return GATHER;                                                                         \
+  }                                                                                        \
   static inline __attribute__((always_inline)) I kiln_m_bits(V x) { return (I)x; }         \
   static inline __attribute__((always_inline)) V kiln_m_from_bits(V, I b) { return (V)b; } \
   static inline int kiln_m_width(V) { return int(sizeof(V) / 8); }                         \
@@ -83,7 +87,8 @@ typedef float F __attribute__((vector_size(16)));
 // SSE4 has no FMA instruction: each lane through libm's fma (exact; only the x86-64-v2 target).
 KILN_M_VECTOR_HELPERS(V, I, (V{std::fma(a[0], b[0], c[0]), std::fma(a[1], b[1], c[1])}),
                       _mm_round_pd(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC),
-                      _mm_movemask_pd(reinterpret_cast<__m128d>(m)) == 3, _mm_sqrt_pd(x))
+                      _mm_movemask_pd(reinterpret_cast<__m128d>(m)) == 3, _mm_sqrt_pd(x),
+                      (V{t[int(i[0])], t[int(i[1])]}))
 #define KILN_M_FN static inline __attribute__((always_inline))
 #include "codegen/math/kiln_math.inc"
 #undef KILN_M_FN
@@ -98,7 +103,8 @@ typedef unsigned long long I __attribute__((vector_size(32)));
 typedef float F __attribute__((vector_size(32)));
 KILN_M_VECTOR_HELPERS(V, I, _mm256_fmadd_pd(a, b, c),
                       _mm256_round_pd(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC),
-                      _mm256_movemask_pd(reinterpret_cast<__m256d>(m)) == 15, _mm256_sqrt_pd(x))
+                      _mm256_movemask_pd(reinterpret_cast<__m256d>(m)) == 15, _mm256_sqrt_pd(x),
+                      _mm256_i32gather_pd(t, _mm256_cvttpd_epi32(i), 8))
 #define KILN_M_FN static inline __attribute__((always_inline))
 #include "codegen/math/kiln_math.inc"
 #undef KILN_M_FN
@@ -111,12 +117,11 @@ namespace kiln_math_e {
 typedef double V __attribute__((vector_size(64)));
 typedef unsigned long long I __attribute__((vector_size(64)));
 typedef float F __attribute__((vector_size(64)));
-KILN_M_VECTOR_HELPERS(V, I, _mm512_fmadd_pd(a, b, c),
-                      _mm512_maskz_roundscale_pd(0xff, x,
-                                                 _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC),
-                      _mm512_test_epi64_mask(reinterpret_cast<__m512i>(m),
-                                             reinterpret_cast<__m512i>(m)) == 0xff,
-                      _mm512_maskz_sqrt_pd(0xff, x))
+KILN_M_VECTOR_HELPERS(
+    V, I, _mm512_fmadd_pd(a, b, c),
+    _mm512_maskz_roundscale_pd(0xff, x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC),
+    _mm512_test_epi64_mask(reinterpret_cast<__m512i>(m), reinterpret_cast<__m512i>(m)) == 0xff,
+    _mm512_maskz_sqrt_pd(0xff, x), _mm512_i32gather_pd(_mm512_cvttpd_epi32(i), t, 8))
 #define KILN_M_FN static inline __attribute__((always_inline))
 #include "codegen/math/kiln_math.inc"
 #undef KILN_M_FN

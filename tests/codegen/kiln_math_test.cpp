@@ -50,8 +50,8 @@ const Fn kFns[] = {
     {"cos", vm::MathFn::Cos, kiln_cos, [](long double x) { return cosl(x); }, 1e-300, 1e308, 2},
     {"tan", vm::MathFn::Tan, kiln_tan, [](long double x) { return tanl(x); }, 1e-300, 1e308, 4},
     {"atan", vm::MathFn::Atan, kiln_atan, [](long double x) { return atanl(x); }, 1e-300, 1e300, 3},
-    {"asin", vm::MathFn::Asin, kiln_asin, [](long double x) { return asinl(x); }, 1e-300, 1, 4},
-    {"acos", vm::MathFn::Acos, kiln_acos, [](long double x) { return acosl(x); }, 1e-300, 1, 4},
+    {"asin", vm::MathFn::Asin, kiln_asin, [](long double x) { return asinl(x); }, 1e-300, 1, 2},
+    {"acos", vm::MathFn::Acos, kiln_acos, [](long double x) { return acosl(x); }, 1e-300, 1, 1.5},
 };
 
 std::vector<double> arguments(const Fn& f, int n) {

@@ -65,6 +65,16 @@ class DeviceMemory {
   virtual void between(int to, void* dst, int from, const void* src, size_t bytes) = 0;
 };
 
+// Folds reduction partials where they are, on a device (DeviceMemory backends): acc[e] =
+// acc[e] (+) in[e] for e < n, by the combine rules of docs/KERNEL_IR.md §8 (argmin/argmax: the
+// values, then the int64 indices at index_offset bytes). Thread-safe.
+class Combiner {
+ public:
+  virtual ~Combiner() = default;
+  virtual void combine(int device, void* acc, const void* in, int64_t n,
+                       size_t index_offset) const = 0;
+};
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -78,6 +88,9 @@ class Backend {
   virtual std::string target() const = 0;
   // Backends with device memory return it; host backends, nullptr.
   virtual DeviceMemory* memory() { return nullptr; }
+  // Device backends: the combiner of a reduction's partials (nullptr: they are combined on the
+  // host). Throws kiln::Error when it cannot be compiled.
+  virtual std::shared_ptr<const Combiner> combiner(ReduceFn, DType) { return nullptr; }
 };
 
 // The backend of a device (Default resolved first). Backends live for the process.

@@ -372,11 +372,17 @@ class Run {
   //   their device and copy their box to the host; kernels read a replica of the whole array,
   //   copied to their device once, at the first read;
   // - Buffer leaves: the elements the plan reads, copied to each device that reads them once;
-  // - reduction partials: the identity copied in, the partial copied out after the block, folded
-  //   on the host by the combine tree (as the CPU's).
+  // - reduction partials: the identity copied in; folded on the device by the backend's combiner
+  //   in the combine tree's order (partials on another device copied over), the result copied to
+  //   the host by the final combine; without a combiner, each copied out after its block and
+  //   folded on the host.
   void start_devices(backend::DeviceMemory& m, int requested) {
     ndev_ = std::max(1, requested > 0 ? std::min(requested, m.max_count()) : m.count());
     arena_ = std::make_unique<DeviceArena>(m);
+    backend::Backend& be = backend::backend_for(p_.device);
+    for (const PlanReduce& r : p_.reduces) combiners_.push_back(be.combiner(r.fn, r.acc));
+    dpart_.resize(p_.partials.size());
+    dpart_dev_.assign(p_.partials.size(), 0);
     const size_t n = p_.arrays.size();
     host_homed_.assign(n, 0);
     rep_.resize(n * static_cast<size_t>(ndev_));
@@ -613,12 +619,20 @@ class Run {
       if (k.outputs[o].reduce) {
         int pid = p_.partial_of[task.group][task.block][reduce_index(g, o)];
         void* mem = new_partial(pid);
-        if (arena_) {  // the identity in, the partial out after the launch
+        if (arena_) {  // the identity in; the partial stays (combiner) or comes back out
           size_t pb = partial_bytes(pid);
-          held.push_back(arena_->buffer(dev, pb));
-          arena_->to_device(dev, held.back().get(), mem, pb);
-          partial_back.emplace_back(mem, held.size() - 1, pb);
-          mem = held.back().get();
+          std::shared_ptr<void> d = arena_->buffer(dev, pb);
+          arena_->to_device(dev, d.get(), mem, pb);
+          if (combiners_[p_.partials[pid].first]) {
+            host_free(mem, pb);
+            partial_[pid] = nullptr;
+            dpart_[pid] = d;
+            dpart_dev_[pid] = dev;
+          } else {
+            held.push_back(d);
+            partial_back.emplace_back(mem, held.size() - 1, pb);
+          }
+          mem = d.get();
         }
         P[k.output_pointer(o)] = mem;
         if (k.outputs[o].index_value >= 0)
@@ -852,12 +866,17 @@ class Run {
     const PlanReduce& r = p_.reduces[task.reduce];
     int64_t n = partial_elems(task.partials_in[0]);
     auto bytes = static_cast<int64_t>(partial_bytes(task.partials_in[0]));
+    size_t folded = task.partials_in.size();  // partials still to fold on the host: 1 ... folded
+    if (arena_ && combiners_[task.reduce]) {
+      if (!combine_on_device(task, n)) return bytes;  // its partial stays on the device
+      folded = 1;  // the result is on the host now, in the first partial
+    }
     with_element_type(r.acc, [&](auto z) {
       using T = decltype(z);
       void* first = partial_[task.partials_in[0]];
       T* acc = static_cast<T*>(first);
       int64_t* acc_idx = is_arg(r.fn) ? arg_indices<T>(first, n) : nullptr;
-      for (size_t q = 1; q < task.partials_in.size(); ++q) {
+      for (size_t q = 1; q < folded; ++q) {
         void* other = partial_[task.partials_in[q]];
         const T* in = static_cast<const T*>(other);
         if (acc_idx) {
@@ -887,6 +906,39 @@ class Run {
       }
     }
     return bytes;
+  }
+
+  // Device plans with a combiner: folds the task's partials on the device of its first (others
+  // copied there from other devices), in the host's order. A combine into a partial leaves it
+  // there (returns false); the final one copies the result to the host, into the first partial's
+  // host buffer (returns true).
+  bool combine_on_device(const PlanTask& task, int64_t n) {
+    const PlanReduce& r = p_.reduces[task.reduce];
+    const int id0 = task.partials_in[0];
+    const int dev = dpart_dev_[id0];
+    const size_t bytes = partial_bytes(id0);
+    const size_t index_at = is_arg(r.fn) ? index_offset(n, dtype_size(r.acc)) : 0;
+    for (size_t q = 1; q < task.partials_in.size(); ++q) {
+      int id = task.partials_in[q];
+      void* in = dpart_[id].get();
+      std::shared_ptr<void> copy;
+      if (dpart_dev_[id] != dev) {
+        copy = arena_->buffer(dev, bytes);
+        arena_->between(dev, copy.get(), dpart_dev_[id], in, bytes);
+        in = copy.get();
+      }
+      combiners_[task.reduce]->combine(dev, dpart_[id0].get(), in, n, index_at);
+      dpart_[id].reset();
+    }
+    if (task.partial_out >= 0) {
+      dpart_[task.partial_out] = std::move(dpart_[id0]);
+      dpart_dev_[task.partial_out] = dev;
+      return false;
+    }
+    partial_[id0] = host_alloc(bytes);
+    arena_->to_host(dev, partial_[id0], dpart_[id0].get(), bytes);
+    dpart_[id0].reset();
+    return true;
   }
 
   // Copies a combined partial into the reduction's result array (scaling for mean).
@@ -969,8 +1021,11 @@ class Run {
   std::vector<size_t> slot_es_;
   std::vector<std::shared_ptr<void>> slot_rep_;                         // per slot and device
   std::map<int, std::pair<size_t, std::shared_ptr<void>>> host_slots_;  // device Buffers, staged
-  bool keep_ = false;                                                   // keep_on_device
-  int threads_ = 1;  // of this run: exclusive LAPACK calls use them all
+  std::vector<std::shared_ptr<const backend::Combiner>> combiners_;     // per PlanReduce, or null
+  std::vector<std::shared_ptr<void>> dpart_;                            // partials on devices
+  std::vector<int> dpart_dev_;
+  bool keep_ = false;  // keep_on_device
+  int threads_ = 1;    // of this run: exclusive LAPACK calls use them all
   std::atomic<bool> failed_{false};
   std::atomic<int64_t> tasks_run_{0};
   std::mutex error_mu_;

@@ -265,8 +265,8 @@ std::string storage_summary(const Plan& p) {
   }
   if (device)
     s += "device copies: Buffer leaves copied in once per device (the elements its blocks "
-         "read), reduction partials copied in (the identity) and out per block; counted in "
-         "kiln::stats() and kiln run's report\n";
+         "read), reduction partials copied in (the identity) and combined on the device (the "
+         "result copied out); counted in kiln::stats() and kiln run's report\n";
   for (size_t k = 0; k < p.libraries.size(); ++k) {
     const PlanLibrary& l = p.libraries[k];
     const PlanGroup& g = p.groups[l.group];

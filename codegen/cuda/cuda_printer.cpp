@@ -749,6 +749,27 @@ Printed print(const kir::Kernel& k, Flavor flavor, bool kiln_math) {
   return Printer(k, flavor, kiln_math).run();
 }
 
+std::string print_combine(ReduceFn fn, DType acc, Flavor flavor) {
+  bool arg = fn == ReduceFn::ArgMin || fn == ReduceFn::ArgMax;
+  std::string T = ctype(acc);
+  std::string step = arg ? std::string("kiln_arg_combine(") +
+                               (fn == ReduceFn::ArgMax ? "true" : "false") +
+                               ", a[e], ai[e], b[e], bi[e]);"
+                         : std::string("a[e] = ") + fold_fn(fn) + "(a[e], b[e]);";
+  std::string args = "kiln_i64 n, void* acc, const void* in, kiln_i64 index_offset";
+  std::string body = "  " + T + "* a = (" + T + "*)acc;\n  const " + T + "* b = (const " + T +
+                     "*)in;\n  kiln_i64* ai = (kiln_i64*)((char*)acc + index_offset);\n" +
+                     "  const kiln_i64* bi = (const kiln_i64*)((const char*)in + index_offset);\n" +
+                     "  (void)ai; (void)bi;\n";
+  std::string s = prelude(flavor, false, false);
+  if (flavor == Flavor::Emu)
+    return s + "extern \"C\" void kiln_emu_combine(" + args + ") {\n" + body +
+           "  for (kiln_i64 e = 0; e < n; ++e) " + step + "\n}\n";
+  return s + "extern \"C\" __global__ void kiln_combine(" + args + ") {\n" + body +
+         "  for (kiln_i64 e = (kiln_i64)blockIdx.x * blockDim.x + threadIdx.x; e < n;\n" +
+         "       e += (kiln_i64)gridDim.x * blockDim.x) " + step + "\n}\n";
+}
+
 Launch launch_for(int rank, const KernelShape& s, const int64_t* I) {
   Launch l;
   for (int d = 0; d < rank; ++d)

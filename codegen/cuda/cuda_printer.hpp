@@ -47,6 +47,12 @@ struct Printed {
 // bits as the CPU's in KILN_MATH=kiln; else the device's libm.
 Printed print(const kir::Kernel& k, Flavor flavor, bool kiln_math);
 
+// A kernel folding reduction partials, acc[e] = acc[e] (+) in[e] for e < n by the combine rules
+// of docs/KERNEL_IR.md §8 (argmin/argmax: values, then indices at index_offset bytes): Device:
+// extern "C" __global__ kiln_combine(n, acc, in, index_offset), grid-stride; Emu: extern "C"
+// kiln_emu_combine(...), one loop.
+std::string print_combine(ReduceFn fn, DType acc, Flavor flavor);
+
 // The launch of one block of the kernel: work items (threads' share, see Mode) and grid size.
 struct Launch {
   int64_t items = 0;  // 0: nothing to do (an empty block)

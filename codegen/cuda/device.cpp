@@ -172,6 +172,60 @@ class Gpus final : public backend::DeviceMemory {
   std::vector<int> arch_;
 };
 
+// A __global__ function of a source: compiled by NVRTC for each device's architecture and loaded
+// into its context at the first use there (modules stay loaded for the process).
+class DeviceFunction {
+ public:
+  DeviceFunction(std::string source, const char* name, Gpus& gpus)
+      : source_(std::move(source)), name_(name), gpus_(gpus) {}
+  // Leaves the device current.
+  CUfunction get(int device) const {
+    gpus_.use(device);
+    std::lock_guard<std::mutex> lock(mu_);
+    if (auto it = fns_.find(device); it != fns_.end()) return it->second;
+    int arch = gpus_.arch(device);
+    NvrtcOutput out = nvrtc_cubin(source_, arch, "kiln_kernel.cu");
+    if (!out.ok)
+      throw InternalError("device cuda: NVRTC rejects a kernel for sm_" + std::to_string(arch) +
+                          ":\n" + out.log);
+    CUmodule mod = nullptr;
+    check(driver().load_data(&mod, out.cubin.data()), "cuModuleLoadData");
+    CUfunction fn = nullptr;
+    check(driver().get_function(&fn, mod, name_), "cuModuleGetFunction");
+    fns_[device] = fn;
+    return fn;
+  }
+
+ private:
+  std::string source_;
+  const char* name_;
+  Gpus& gpus_;
+  mutable std::mutex mu_;
+  mutable std::unordered_map<int, CUfunction> fns_;
+};
+
+// Folds partials on a GPU: one launch, grid-stride, on the default stream (the next copy out
+// waits for it).
+class GpuCombiner final : public backend::Combiner {
+ public:
+  GpuCombiner(std::string source, Gpus& gpus)
+      : function_(std::move(source), "kiln_combine", gpus) {}
+  void combine(int device, void* acc, const void* in, int64_t n,
+               size_t index_offset) const override {
+    if (n <= 0) return;
+    CUfunction fn = function_.get(device);
+    long long count = n, offset = static_cast<long long>(index_offset);
+    CUdeviceptr a = dptr(acc), b = dptr(in);
+    void* params[] = {&count, &a, &b, &offset};
+    auto grid = static_cast<unsigned>(std::min<int64_t>((n + 255) / 256, 1024));
+    check(driver().launch(fn, grid, 1, 1, 256, 1, 1, 0, nullptr, params, nullptr),
+          "cuLaunchKernel (combine)");
+  }
+
+ private:
+  DeviceFunction function_;
+};
+
 // Per-thread, per-device launch buffers: the I, F, P arrays, the status word and the scratch,
 // grown as needed and kept for the thread (freed never: a few KiB per thread and device).
 struct LaunchBuffers {
@@ -187,13 +241,14 @@ class GpuKernel final : public backend::Kernel {
         floats_(k.params.size()),
         pointers_(static_cast<size_t>(k.num_pointer_slots())),
         printed_(std::move(p)),
-        gpus_(gpus) {}
+        gpus_(gpus),
+        function_(printed_.source, "kiln_kernel", gpus) {}
 
   void launch(const int64_t* I, const double* F, void* const* P, int device) const override {
     Launch l = launch_for(rank_, printed_.shape, I);
     if (l.items == 0) return;
     const Driver& d = driver();
-    CUfunction fn = function(device);  // makes the device current
+    CUfunction fn = function_.get(device);  // makes the device current
     thread_local std::map<int, LaunchBuffers> buffers;
     LaunchBuffers& b = buffers[device];
     // args: status word (8 bytes), I, F, P, each 8-byte aligned.
@@ -231,31 +286,11 @@ class GpuKernel final : public backend::Kernel {
   }
 
  private:
-  // The kernel's function on `device`: compiled for its architecture and loaded into its
-  // context on first use. Leaves the device current.
-  CUfunction function(int device) const {
-    gpus_.use(device);
-    std::lock_guard<std::mutex> lock(mu_);
-    if (auto it = fns_.find(device); it != fns_.end()) return it->second;
-    int arch = gpus_.arch(device);
-    NvrtcOutput out = nvrtc_cubin(printed_.source, arch, "kiln_kernel.cu");
-    if (!out.ok)
-      throw InternalError("device cuda: NVRTC rejects a kernel for sm_" + std::to_string(arch) +
-                          ":\n" + out.log);
-    CUmodule mod = nullptr;
-    check(driver().load_data(&mod, out.cubin.data()), "cuModuleLoadData");
-    CUfunction fn = nullptr;
-    check(driver().get_function(&fn, mod, "kiln_kernel"), "cuModuleGetFunction");
-    fns_[device] = fn;
-    return fn;
-  }
-
   int rank_;
   size_t ints_, floats_, pointers_;
   Printed printed_;
   Gpus& gpus_;
-  mutable std::mutex mu_;
-  mutable std::unordered_map<int, CUfunction> fns_;  // modules stay loaded for the process
+  DeviceFunction function_;
 };
 
 bool kiln_math() { return vm::kiln_math_selected() && !flags().precise_math; }
@@ -270,6 +305,14 @@ class GpuBackend final : public backend::Backend {
     return c;
   }
   backend::DeviceMemory* memory() override { return &gpus_; }
+  std::shared_ptr<const backend::Combiner> combiner(ReduceFn fn, DType acc) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto key = std::make_pair(fn, acc);
+    if (auto it = combiners_.find(key); it != combiners_.end()) return it->second;
+    auto c = std::make_shared<GpuCombiner>(print_combine(fn, acc, Flavor::Device), gpus_);
+    combiners_[key] = c;
+    return c;
+  }
   std::shared_ptr<const backend::Kernel> compile(const kir::Kernel& k,
                                                  backend::KernelDumps* dumps) override {
     auto t0 = std::chrono::steady_clock::now();
@@ -306,6 +349,7 @@ class GpuBackend final : public backend::Backend {
   Gpus gpus_;
   mutable std::mutex mu_;
   backend::CompileStats stats_;
+  std::map<std::pair<ReduceFn, DType>, std::shared_ptr<const backend::Combiner>> combiners_;
 };
 
 }  // namespace

@@ -101,6 +101,23 @@ class EmuMemory final : public backend::DeviceMemory {
   std::map<uintptr_t, std::pair<size_t, int>> live_;  // start -> bytes, device
 };
 
+using CombineFn = void (*)(int64_t n, void* acc, const void* in, int64_t index_offset);
+
+class EmuCombiner final : public backend::Combiner {
+ public:
+  EmuCombiner(CombineFn fn, const EmuMemory& memory) : fn_(fn), memory_(memory) {}
+  void combine(int device, void* acc, const void* in, int64_t n,
+               size_t index_offset) const override {
+    memory_.check(device, acc, 0, "a combine");
+    memory_.check(device, in, 0, "a combine");
+    fn_(n, acc, in, static_cast<int64_t>(index_offset));
+  }
+
+ private:
+  CombineFn fn_;
+  const EmuMemory& memory_;
+};
+
 class EmuKernel final : public backend::Kernel {
  public:
   EmuKernel(int rank, int pointers, KernelShape shape, EmuFn fn, const EmuMemory& memory)
@@ -174,7 +191,7 @@ class EmuBackend final : public backend::Backend {
       fn = it->second;
     } else {
       bool from_disk = false;
-      fn = build(p.source, h, &from_disk);
+      fn = reinterpret_cast<EmuFn>(build(p.source, h, "kiln_emu_launch", &from_disk));
       fns_[h] = fn;
       if (from_disk)
         ++stats_.disk_hits;
@@ -184,6 +201,18 @@ class EmuBackend final : public backend::Backend {
           std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     }
     return std::make_shared<EmuKernel>(k.rank, k.num_pointer_slots(), p.shape, fn, memory_);
+  }
+  std::shared_ptr<const backend::Combiner> combiner(ReduceFn fn, DType acc) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto key = std::make_pair(fn, acc);
+    if (auto it = combiners_.find(key); it != combiners_.end()) return it->second;
+    std::string source = print_combine(fn, acc, Flavor::Emu);
+    uint64_t h = hash_bytes(hash_bytes(0xcbf29ce484222325ULL, source), flags().emu_cxx);
+    bool from_disk = false;
+    auto f = reinterpret_cast<CombineFn>(build(source, h, "kiln_emu_combine", &from_disk));
+    auto c = std::make_shared<EmuCombiner>(f, memory_);
+    combiners_[key] = c;
+    return c;
   }
   backend::CompileStats stats() const override {
     std::lock_guard<std::mutex> lock(mu_);
@@ -215,7 +244,8 @@ class EmuBackend final : public backend::Backend {
     }
   }
 
-  EmuFn build(const std::string& source, uint64_t h, bool* from_disk) {
+  // Compiles (or loads from the disk cache) a source's shared object; returns `symbol` in it.
+  void* build(const std::string& source, uint64_t h, const char* symbol, bool* from_disk) {
     char name[40];
     std::snprintf(name, sizeof name, "emu%016llx.so", static_cast<unsigned long long>(h));
     std::string dir = flags().cache_dir;
@@ -228,7 +258,7 @@ class EmuBackend final : public backend::Backend {
     }
     std::string so = dir + "/" + name;
     if (keep && std::filesystem::exists(so)) {
-      if (EmuFn fn = load(so, false)) {
+      if (void* fn = load(so, symbol, false)) {
         *from_disk = true;
         return fn;
       }
@@ -256,25 +286,26 @@ class EmuBackend final : public backend::Backend {
     std::filesystem::remove(src, ec);
     std::filesystem::rename(tmp, so, ec);
     if (ec) throw Error("cuda-emu: cannot place " + so + ": " + ec.message());
-    EmuFn fn = load(so, true);
+    void* fn = load(so, symbol, true);
     if (!keep) std::filesystem::remove(so, ec);  // the mapping stays
     return fn;
   }
 
-  EmuFn load(const std::string& so, bool must) {
+  void* load(const std::string& so, const char* symbol, bool must) {
     void* handle = dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL);
-    void* sym = handle ? dlsym(handle, "kiln_emu_launch") : nullptr;
+    void* sym = handle ? dlsym(handle, symbol) : nullptr;
     if (!sym) {
       if (!must) return nullptr;  // a damaged cache entry: compile again
       const char* e = dlerror();
-      throw Error("cuda-emu: cannot load " + so + ": " + (e ? e : "no kiln_emu_launch"));
+      throw Error("cuda-emu: cannot load " + so + ": " + (e ? e : std::string("no ") + symbol));
     }
-    return reinterpret_cast<EmuFn>(sym);
+    return sym;
   }
 
   EmuMemory memory_;
   mutable std::mutex mu_;
   std::unordered_map<uint64_t, EmuFn> fns_;
+  std::map<std::pair<ReduceFn, DType>, std::shared_ptr<const backend::Combiner>> combiners_;
   std::unordered_set<uint64_t> checked_;
   backend::CompileStats stats_;
   std::atomic<int64_t> counter_{0};

@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "codegen/cuda/cuda_backend.hpp"
+#include "codegen/cuda/cuda_printer.hpp"
 #include "codegen/cuda/nvrtc.hpp"
 #include "oracle.hpp"
 #include "support/flags.hpp"
@@ -188,4 +189,24 @@ TEST(Cuda, NegativeIntegerPowersAreTheSameErrorOnTheEmulator) {
   Array x = from_buffer(b, {3}), y = from_buffer(e, {3});
   EXPECT_THROW(on(Device::CudaEmu, {pow(x, y)}), Error);
   EXPECT_EQ(on(Device::CudaEmu, {pow(x, abs(y))})[0].at_int(2), 16);
+}
+
+TEST(Cuda, CombineKernelsCompileWithNvrtc) {
+  // The device combiners (codegen/cuda print_combine): every reduction and accumulator type the
+  // plans use, GPU build through NVRTC for sm_90; cuda-emu runs their host build in every test
+  // that reduces on it (Devices.*, the suite with KILN_DEVICE=cuda-emu).
+  std::string why;
+  if (!cuda::nvrtc_available(&why)) GTEST_SKIP() << why;
+  int compiled = 0;
+  for (ReduceFn fn : {ReduceFn::Sum, ReduceFn::Prod, ReduceFn::Min, ReduceFn::Max, ReduceFn::All,
+                      ReduceFn::Any, ReduceFn::ArgMin, ReduceFn::ArgMax})
+    for (DType t : {DType::Bool, DType::Int32, DType::Int64, DType::Float32, DType::Float64}) {
+      bool logical = fn == ReduceFn::All || fn == ReduceFn::Any;
+      if (logical != (t == DType::Bool)) continue;
+      std::string src = cuda::print_combine(fn, t, cuda::Flavor::Device);
+      cuda::NvrtcOutput out = cuda::nvrtc_compile(src, 90, "combine.cu");
+      EXPECT_TRUE(out.ok) << out.log << "\n" << src.substr(src.size() - 800);
+      ++compiled;
+    }
+  EXPECT_EQ(compiled, 6 * 4 + 2);
 }

@@ -88,8 +88,9 @@ class Backend {
   virtual std::string target() const = 0;
   // Backends with device memory return it; host backends, nullptr.
   virtual DeviceMemory* memory() { return nullptr; }
-  // Device backends: the combiner of a reduction's partials (nullptr: they are combined on the
-  // host). Throws kiln::Error when it cannot be compiled.
+  // The combiner of a reduction's partials: backends with device memory must return one (the
+  // runtime folds partials where they are); host backends return nullptr. Throws kiln::Error
+  // when it cannot be compiled.
   virtual std::shared_ptr<const Combiner> combiner(ReduceFn, DType) { return nullptr; }
 };
 

@@ -13,7 +13,6 @@
 #include <map>
 #include <mutex>
 #include <thread>
-#include <tuple>
 #include <type_traits>
 
 #include "codegen/library.hpp"
@@ -133,7 +132,8 @@ class Run {
     }
     for (size_t t = 0; t < p.tasks.size(); ++t) waits_[t] = p.tasks[t].waits;
     keep_ = keep_on_device;
-    backend::DeviceMemory* m = backend::backend_for(p.device).memory();
+    backend::Backend& be = backend::backend_for(p.device);
+    backend::DeviceMemory* m = be.memory();
     for (const ParamValue& v : params) {  // Buffer leaves in device memory: on this device kind
       if (!v.ptr || v.place.on_host()) continue;
       if (v.place.device != p.device || v.place.index >= (m ? m->max_count() : 0))
@@ -141,7 +141,7 @@ class Run {
                     place_name(v.place) + "'s memory; compute on " + device_name(v.place.device) +
                     ", or copy it to the host (NDArray::to_host)");
     }
-    if (m) start_devices(*m, devices);
+    if (m) start_devices(be, *m, devices);
   }
 
   ~Run() {
@@ -374,13 +374,16 @@ class Run {
   // - Buffer leaves: the elements the plan reads, copied to each device that reads them once;
   // - reduction partials: the identity copied in; folded on the device by the backend's combiner
   //   in the combine tree's order (partials on another device copied over), the result copied to
-  //   the host by the final combine; without a combiner, each copied out after its block and
-  //   folded on the host.
-  void start_devices(backend::DeviceMemory& m, int requested) {
+  //   the host by the final combine.
+  void start_devices(backend::Backend& be, backend::DeviceMemory& m, int requested) {
     ndev_ = std::max(1, requested > 0 ? std::min(requested, m.max_count()) : m.count());
     arena_ = std::make_unique<DeviceArena>(m);
-    backend::Backend& be = backend::backend_for(p_.device);
-    for (const PlanReduce& r : p_.reduces) combiners_.push_back(be.combiner(r.fn, r.acc));
+    for (const PlanReduce& r : p_.reduces) {
+      combiners_.push_back(be.combiner(r.fn, r.acc));
+      if (!combiners_.back())
+        throw InternalError(std::string("device ") + device_name(p_.device) +
+                            ": a backend with device memory returned no combiner");
+    }
     dpart_.resize(p_.partials.size());
     dpart_dev_.assign(p_.partials.size(), 0);
     const size_t n = p_.arrays.size();
@@ -574,12 +577,9 @@ class Run {
     const int dev = arena_ ? device_of(g, task.block) : 0;
     int64_t block_elems = 1;
     for (int d = 0; d < r; ++d) block_elems *= ext[d];
-    // Device plans: buffers this launch holds (copies from other devices, partials), and where
-    // each partial goes back to on the host.
+    // Device plans: copies from other devices this launch reads.
     thread_local std::vector<std::shared_ptr<void>> held;
-    thread_local std::vector<std::tuple<void*, size_t, size_t>> partial_back;
     held.clear();
-    partial_back.clear();
     for (size_t l = 0; l < k.leaves.size(); ++l) {
       const LeafBinding& b = g.lowered.leaves[l];
       int at = k.leaf_base(static_cast<int>(l));
@@ -619,19 +619,14 @@ class Run {
       if (k.outputs[o].reduce) {
         int pid = p_.partial_of[task.group][task.block][reduce_index(g, o)];
         void* mem = new_partial(pid);
-        if (arena_) {  // the identity in; the partial stays (combiner) or comes back out
+        if (arena_) {  // the identity in; the partial stays on the device (combine_on_device)
           size_t pb = partial_bytes(pid);
           std::shared_ptr<void> d = arena_->buffer(dev, pb);
           arena_->to_device(dev, d.get(), mem, pb);
-          if (combiners_[p_.partials[pid].first]) {
-            host_free(mem, pb);
-            partial_[pid] = nullptr;
-            dpart_[pid] = d;
-            dpart_dev_[pid] = dev;
-          } else {
-            held.push_back(d);
-            partial_back.emplace_back(mem, held.size() - 1, pb);
-          }
+          host_free(mem, pb);
+          partial_[pid] = nullptr;
+          dpart_[pid] = d;
+          dpart_dev_[pid] = dev;
           mem = d.get();
         }
         P[k.output_pointer(o)] = mem;
@@ -690,9 +685,7 @@ class Run {
       I[k.param_base() + q] = v.i;
     }
     g.kernel->launch(I.data(), F.data(), P.data(), dev);
-    if (arena_) {  // partials back to the host, and the boxes it wrote of host-homed arrays
-      for (const auto& [host, h, bytes] : partial_back)
-        arena_->to_host(dev, host, held[h].get(), bytes);
+    if (arena_) {  // the boxes it wrote of host-homed arrays back to the host
       for (size_t o = 0; o < k.outputs.size(); ++o) {
         int a = g.output_arrays[o];
         if (k.outputs[o].reduce || p_.arrays[a].blocked || !host_homed_[a]) continue;
@@ -867,7 +860,7 @@ class Run {
     int64_t n = partial_elems(task.partials_in[0]);
     auto bytes = static_cast<int64_t>(partial_bytes(task.partials_in[0]));
     size_t folded = task.partials_in.size();  // partials still to fold on the host: 1 ... folded
-    if (arena_ && combiners_[task.reduce]) {
+    if (arena_) {
       if (!combine_on_device(task, n)) return bytes;  // its partial stays on the device
       folded = 1;  // the result is on the host now, in the first partial
     }
@@ -908,7 +901,7 @@ class Run {
     return bytes;
   }
 
-  // Device plans with a combiner: folds the task's partials on the device of its first (others
+  // Device plans: folds the task's partials on the device of its first (others
   // copied there from other devices), in the host's order. A combine into a partial leaves it
   // there (returns false); the final one copies the result to the host, into the first partial's
   // host buffer (returns true).

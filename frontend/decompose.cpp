@@ -60,15 +60,22 @@ std::vector<Array> per_matrix(const Array& a,
   return out;
 }
 
-// One LAPACK call on a (m, n) and b (m, r), in dtype t: the parts of its packed result.
-std::vector<Array> call(LinalgFn f, const Array& a, const Array* b, DType t) {
+// One LAPACK call on a (m, n) and b (m, r; for the Tsqr* steps, b's rows are its own), in dtype
+// t: its packed result.
+Array packed_call(LinalgFn f, const Array& a, const Array* b, DType t) {
   const int64_t m = a.shape()[0], n = a.shape()[1], r = b ? b->shape()[1] : 0;
   std::vector<NodeRef> ins{cast_node(a.node(), t)};
   if (b) ins.push_back(cast_node(b->node(), t));
   const int64_t size = linalg_packed_size(f, m, n, r);
   Attrs at;
   at.ints = {static_cast<int64_t>(f), r};
-  Array packed(ctx().make(Op::Linalg, t, {size}, single_chunks({size}), std::move(ins), at));
+  return Array(ctx().make(Op::Linalg, t, {size}, single_chunks({size}), std::move(ins), at));
+}
+
+// The same call's parts.
+std::vector<Array> call(LinalgFn f, const Array& a, const Array* b, DType t) {
+  const int64_t m = a.shape()[0], n = a.shape()[1], r = b ? b->shape()[1] : 0;
+  Array packed = packed_call(f, a, b, t);
   std::vector<Array> parts;
   for (const LinalgPart& p : linalg_parts(f, m, n, r))
     parts.push_back(
@@ -101,30 +108,35 @@ std::vector<Array> row_blocks(const Array& a, int64_t min_rows) {
 
 // TSQR over row blocks (each with at least n rows), Q's blocks returned times some n x p matrix
 // M: Q_i M = q_i (Q2_i M), where q_i is block i's own Q and Q2_i its rows of the next level's
-// Q, so each block needs one product. The last level, a single block (the stacked R factors, or
-// the whole array), is left to `top`, which factorizes it and returns its own Q times M: for qr
-// its Q (M = I, keeping R), for svd its U (M = the U of R's SVD; an SVD of the stack directly,
-// which saves forming its Q and one product).
+// Q. The last level, a single block (the stacked R factors, or the whole array), is left to
+// `top`, which factorizes it and returns its own Q times M: for qr its Q (M = I, keeping R), for
+// svd its U (M = the U of R's SVD; an SVD of the stack directly, which saves forming its Q).
+// Below the top, each block is factorized for its R only (TsqrR), and q_i (Q2_i M) is written
+// by one call per block (TsqrMix, TsqrApply: codegen/library.cpp), as the product
+// X_i (R_i^-1 Q2_i M) when R_i is well conditioned; no q_i is ever stored.
 using Top = std::function<Array(const Array& block)>;
 
 std::vector<Array> tsqr(const std::vector<Array>& blocks, DType t, const Top& top) {
   if (blocks.size() == 1) return {top(blocks[0])};
   const int64_t n = blocks[0].shape()[1];
-  std::vector<Array> q, r;
+  std::vector<Array> rinfo, r;
   for (const Array& b : blocks) {
-    std::vector<Array> p = call(LinalgFn::Qr, b, nullptr, t);
-    q.push_back(p[0]);
-    r.push_back(p[1]);
+    rinfo.push_back(packed_call(LinalgFn::TsqrR, b, nullptr, t).reshape({n + 1, n}));
+    r.push_back(rinfo.back().slice({Slice(0, n), Slice::all()}));
   }
   std::vector<Array> stacks;
   for (size_t s = 0; s < r.size(); s += kTsqrFanIn)
     stacks.push_back(concatenate(
         std::vector<Array>(r.begin() + s, r.begin() + std::min(r.size(), s + kTsqrFanIn)), 0));
   std::vector<Array> up = tsqr(stacks, t, top);
-  for (size_t i = 0; i < q.size(); ++i) {
+  std::vector<Array> q;
+  for (size_t i = 0; i < blocks.size(); ++i) {
     auto j = static_cast<int64_t>(i % kTsqrFanIn);
     Array rows = up[i / kTsqrFanIn].slice({Slice(j * n, (j + 1) * n), Slice::all()});
-    q[i] = matmul(q[i], rows);
+    const int64_t p = rows.shape()[1];
+    Array w = packed_call(LinalgFn::TsqrMix, rinfo[i], &rows, t).reshape({n + 1, p});
+    q.push_back(
+        packed_call(LinalgFn::TsqrApply, blocks[i], &w, t).reshape({blocks[i].shape()[0], p}));
   }
   return q;
 }

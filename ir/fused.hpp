@@ -20,8 +20,10 @@ struct GroupOutput {
 
 struct Group {
   std::vector<GroupOutput> outputs;
-  // A library call (MatMul): one output, computed by BLAS calls per block instead of a kernel.
-  // Its operands are materialized arrays or Buffer leaves, read in place through their views.
+  // A library call (MatMul, Linalg): one output, computed by BLAS/LAPACK calls instead of a
+  // kernel: value is the call, target the call itself or a concatenation the call writes its
+  // result into, at offset (passes/fuse.cpp: placed_library_results). Its operands are
+  // materialized arrays or Buffer leaves, read in place through their views.
   bool library = false;
   Shape domain;
   Chunks chunks;

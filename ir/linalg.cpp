@@ -55,6 +55,15 @@ std::vector<LinalgPart> linalg_parts(LinalgFn f, int64_t m, int64_t n, int64_t r
     case LinalgFn::Lstsq:
       shapes = {{n, r}, {m > n ? r : 0}, {}, {k}};
       break;
+    case LinalgFn::TsqrR:
+      shapes = {{n, n}, {n}};
+      break;
+    case LinalgFn::TsqrMix:
+      shapes = {{n, r}, {r}};
+      break;
+    case LinalgFn::TsqrApply:
+      shapes = {{m, r}};
+      break;
   }
   std::vector<LinalgPart> parts;
   int64_t at = 0;

@@ -171,16 +171,68 @@ std::unordered_map<const Node*, std::string> find_boundaries(const Graph& g,
   return reason;
 }
 
-// One group per materialized node (per piece for concatenations), in topological order.
+// Library results that a concatenation takes whole, in C order, as one contiguous run of its
+// elements (its leading dims before the axis are 1), in its dtype, and that nothing else reads:
+// the call writes straight into the concatenation (at the element offset given) instead of into
+// an array of its own that a kernel then copies. TSQR's Q and U blocks are such results.
+std::unordered_map<const Node*, std::pair<const Node*, int64_t>> placed_library_results(
+    const Graph& g, const std::vector<const Node*>& order,
+    const std::unordered_map<const Node*, std::string>& reason) {
+  std::unordered_map<const Node*, int> uses;
+  for (const Node* n : order)
+    for (const auto& in : n->inputs) ++uses[in.get()];
+  for (const auto& o : g.outputs) ++uses[o.get()];
+  std::unordered_map<const Node*, std::pair<const Node*, int64_t>> placed;
+  for (const Node* n : order) {
+    if (n->op != Op::Concat) continue;
+    auto axis = static_cast<size_t>(n->attrs.ints[0]);
+    bool contiguous = true;
+    for (size_t d = 0; d < axis; ++d) contiguous = contiguous && n->shape[d] == 1;
+    if (!contiguous) continue;
+    const Shape st = c_strides(n->shape);
+    int64_t pos = 0;
+    for (const auto& in : n->inputs) {
+      const int64_t offset = pos * st[axis];
+      pos += in->shape[axis];
+      auto vb = resolve_view_base(*in, [&](const Node* x) { return reason.count(x) > 0; });
+      if (!vb || !vb->materialized) continue;
+      const Node* base = vb->base;
+      if ((base->op != Op::MatMul && base->op != Op::Linalg) || base->dtype != n->dtype ||
+          num_elements(base->shape) != num_elements(in->shape) || vb->map.offset != 0 ||
+          vb->map.strides != c_strides(in->shape))
+        continue;
+      bool once = true;  // the piece, each view down to the call, and the call: one reader each
+      for (const Node* x = in.get(); once; x = x->in(0).get()) {
+        once = uses[x] == 1;
+        if (x == base) break;
+      }
+      if (once) placed[base] = {n, offset};
+    }
+  }
+  return placed;
+}
+
+// One group per materialized node (per piece for concatenations), in topological order; a
+// library call placed in a concatenation is that piece's group.
 void make_groups(const Graph& g, const std::vector<const Node*>& order,
                  const std::unordered_map<const Node*, std::string>& reason, FusedGraph* f) {
   std::unordered_map<const Node*, NodeRef> refs;
   for (const auto& o : g.outputs) refs.emplace(o.get(), o);
   for (const Node* n : order)
     for (const auto& in : n->inputs) refs.emplace(in.get(), in);
+  const auto placed = placed_library_results(g, order, reason);
+  std::unordered_map<const Node*, const Node*> placed_piece;  // concatenation piece -> call
+  for (const Node* n : order) {
+    if (n->op != Op::Concat) continue;
+    for (const auto& in : n->inputs) {
+      auto vb = resolve_view_base(*in, [&](const Node* x) { return reason.count(x) > 0; });
+      auto p = vb ? placed.find(vb->base) : placed.end();
+      if (p != placed.end() && p->second.first == n) placed_piece[in.get()] = vb->base;
+    }
+  }
   for (const Node* n : order) {
     auto it = reason.find(n);
-    if (it == reason.end()) continue;
+    if (it == reason.end() || placed.count(n)) continue;
     f->boundaries.push_back({n, it->second});
     NodeRef self = refs.at(n);
     if (n->op == Op::Reduce) {
@@ -195,6 +247,17 @@ void make_groups(const Graph& g, const std::vector<const Node*>& order,
       int64_t pos = 0;
       for (const auto& in : n->inputs) {
         Group gr;
+        auto call = placed_piece.find(in.get());
+        if (call != placed_piece.end()) {
+          const NodeRef& c = refs.at(call->second);
+          gr.outputs.push_back({c, self, false, pos * st[axis]});
+          gr.domain = c->shape;
+          gr.chunks = c->chunks;
+          gr.library = true;
+          pos += in->shape[axis];
+          f->groups.push_back(std::move(gr));
+          continue;
+        }
         gr.outputs.push_back({in, self, false, pos * st[axis]});
         gr.domain = in->shape;
         gr.chunks = in->chunks;

@@ -763,8 +763,8 @@ class Run {
     int64_t ldc;
     if (task.partial_out < 0) {
       ensure_array(l.out);
-      c = static_cast<char*>(data_[l.out].get()) + (lo[0] * l.n + lo[1]) * es;
-      ldc = l.n;
+      c = static_cast<char*>(data_[l.out].get()) + (l.out_offset + lo[0] * l.n + lo[1]) * es;
+      ldc = l.n;  // a concatenation it is placed in continues its rows (fuse: contiguous)
     } else {
       c = host_alloc(static_cast<size_t>(ext[0] * ext[1]) * es);
       library_partial_[task.partial_out] = c;
@@ -816,13 +816,15 @@ class Run {
       return r;
     };
     library::MatrixRef a = ref(l.a, l.m, l.n), b;
-    if (l.b.present()) b = ref(l.b, l.m, l.k);
+    if (l.b.present()) b = ref(l.b, l.b_rows, l.k);
     ensure_array(l.out);
-    library::lapack(l.fn, l.dtype, a, l.b.present() ? &b : nullptr, data_[l.out].get(),
+    const size_t es = dtype_size(l.dtype);
+    library::lapack(l.fn, l.dtype, a, l.b.present() ? &b : nullptr,
+                    static_cast<char*>(data_[l.out].get()) + l.out_offset * es,
                     l.exclusive ? threads_ : 1);
     for (const LibraryOperand* op : {&l.a, &l.b})
       if (op->array >= 0) release_reader(op->array);
-    return static_cast<int64_t>(p_.arrays[l.out].bytes);
+    return num_elements(l.call->shape) * static_cast<int64_t>(es);
   }
 
   // Adds a result block's partials (splits 1, 2, ...) to it, in split order; frees them.
@@ -832,7 +834,7 @@ class Run {
     int64_t lo[2], ext[2];
     p_.block_box(g, task.block, lo, ext);
     const size_t es = dtype_size(l.dtype);
-    void* c = static_cast<char*>(data_[l.out].get()) + (lo[0] * l.n + lo[1]) * es;
+    void* c = static_cast<char*>(data_[l.out].get()) + (l.out_offset + lo[0] * l.n + lo[1]) * es;
     for (int id : task.partials_in) {
       library::add_into(l.dtype, ext[0], ext[1], c, l.n, library_partial_[id]);
       host_free(library_partial_[id], library_partial_bytes(task));

@@ -247,6 +247,12 @@ void plan_blocked_arrays(Plan& p) {
 }  // namespace
 
 std::string storage_summary(const Plan& p) {
+  auto placed = [&](const PlanLibrary& l) {
+    const Node* out = p.arrays[l.out].node;
+    return out == l.call ? std::string()
+                         : "  result written in place into " + node_label(*out) + " from element " +
+                               std::to_string(l.out_offset) + " (no copy)\n";
+  };
   const bool device = backend::backend_for(p.device).memory() != nullptr;
   std::string s = "storage of materialized arrays:\n";
   for (const PlanArray& a : p.arrays) {
@@ -271,18 +277,19 @@ std::string storage_summary(const Plan& p) {
     const PlanLibrary& l = p.libraries[k];
     const PlanGroup& g = p.groups[l.group];
     if (l.op == Op::Linalg) {
-      s += "library call " + std::to_string(l.group) + ": " + node_label(*p.arrays[l.out].node) +
-           " = " + linalg_name(l.fn) + " of A " + shape_str({l.m, l.n}) +
-           (l.b.present() ? " and B " + shape_str({l.m, l.k}) : "") + ", " + l.routine +
+      s += "library call " + std::to_string(l.group) + ": " + node_label(*l.call) + " = " +
+           linalg_name(l.fn) + " of A " + shape_str({l.m, l.n}) +
+           (l.b.present() ? " and B " + shape_str({l.b_rows, l.k}) : "") + ", " + l.routine +
            " in one task, on a copy" +
            (l.exclusive ? "; alone in the plan: with every thread of the run" : "") + "\n";
       for (const LibraryOperand* op : {&l.a, &l.b})
         if (op->present())
           s += std::string("  ") + (op == &l.a ? "A" : "B") + ": " + op->from + "\n";
+      s += placed(l);
       continue;
     }
-    s += "library call " + std::to_string(l.group) + ": " + node_label(*p.arrays[l.out].node) +
-         " = A " + shape_str({l.m, l.k}) + " @ B " + shape_str({l.k, l.n}) + ", " + l.routine +
+    s += "library call " + std::to_string(l.group) + ": " + node_label(*l.call) + " = A " +
+         shape_str({l.m, l.k}) + " @ B " + shape_str({l.k, l.n}) + ", " + l.routine +
          " per block (" + std::to_string(g.blocks) + " blocks x " +
          std::to_string(l.k_starts.size() - 1) + " contraction splits" +
          (l.k_starts.size() <= 2 ? ""
@@ -293,6 +300,7 @@ std::string storage_summary(const Plan& p) {
       s += std::string("  ") + (op == &l.a ? "A" : "B") + ": " + op->from + ", read in place" +
            (op->layout.transposed ? " with the transpose flag" : "") + " (ld " +
            std::to_string(op->layout.ld) + ")\n";
+    s += placed(l);
   }
   return s;
 }
@@ -364,7 +372,7 @@ class PlanBuilder {
         g.chunks = library_chunks(grp);
         p_.libraries.push_back(make_library(grp, static_cast<int>(gi)));
         p_.libraries.back().chained =
-            grp.outputs[0].target->op == Op::MatMul && grid_blocks(g.chunks) >= cores();
+            grp.outputs[0].value->op == Op::MatMul && grid_blocks(g.chunks) >= cores();
       }
       g.blocks = grid_blocks(g.chunks);
       for (const auto& c : g.chunks) {
@@ -574,7 +582,7 @@ class PlanBuilder {
   // cores and enough work to share (library calls run single-threaded BLAS; codegen/library.hpp).
   // Splitting rows changes no value.
   Chunks library_chunks(const Group& grp) const {
-    const Node& mm = *grp.outputs[0].target;
+    const Node& mm = *grp.outputs[0].value;
     if (mm.op == Op::Linalg) return single_chunks(mm.shape);
     Chunks c = mm.chunks;
     int64_t k = mm.in(0)->shape[1];
@@ -635,12 +643,14 @@ class PlanBuilder {
   }
 
   PlanLibrary make_library(const Group& grp, int gi) const {
-    const Node& mm = *grp.outputs[0].target;
+    const Node& mm = *grp.outputs[0].value;
     PlanLibrary l;
     l.group = gi;
     l.op = mm.op;
     l.dtype = mm.dtype;
-    l.out = array_of_.at(&mm);
+    l.call = &mm;
+    l.out = array_of_.at(grp.outputs[0].target.get());
+    l.out_offset = grp.outputs[0].offset;
     if (mm.op == Op::Linalg) {
       l.fn = LinalgFn(mm.attrs.ints[0]);
       l.m = mm.in(0)->shape[0];
@@ -648,6 +658,7 @@ class PlanBuilder {
       l.a = library_operand(mm.in(0), false);
       if (mm.inputs.size() > 1) {
         l.k = mm.in(1)->shape[1];
+        l.b_rows = mm.in(1)->shape[0];
         l.b = library_operand(mm.in(1), false);
       }
       l.k_starts = {0, 0};

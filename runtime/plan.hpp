@@ -89,12 +89,15 @@ struct PlanLibrary {
   LinalgFn fn{};       // Linalg: which
   DType dtype = DType::Float64;
   int64_t m = 0, n = 0, k = 0;
+  int64_t b_rows = 0;   // Linalg: b's rows (m for solve and lstsq)
   LibraryOperand a, b;  // Linalg: b.array < 0 && b.slot < 0 when it has no b
   // GEMM operands that are blocked arrays (computed per block, streamed into the calls: a
   // producer's block is freed after the last call that reads it): per task, block * splits +
   // split, where it reads; empty for an operand read whole.
   std::vector<LibraryRead> a_reads, b_reads;
+  const Node* call = nullptr;     // the MatMul or Linalg node
   int out = 0;                    // PlanArray of the result (one buffer, row-major)
+  int64_t out_offset = 0;         // where the result starts in it (a concatenation's piece)
   std::vector<int64_t> k_starts;  // contraction splits: their starts, then k
   bool chained = false;           // splits of a block accumulate in turn (else: partials)
   // A LAPACK call that runs alone: every other group of the plan is an ancestor (all finished

@@ -67,18 +67,33 @@ TEST(Decompose, QrTsqrAndDirect) {
 }
 
 TEST(Decompose, IllConditionedTallBlocksStayOrthogonal) {
-  // Tall blocks are factorized by CholeskyQR2 when well conditioned; these columns span 12
-  // orders of magnitude (condition ~1e12), which must take the Householder path instead.
+  // Tall blocks are factorized by CholeskyQR2 when well conditioned, and TSQR forms a block's
+  // rows of Q (or U) as X_i (R_i^-1 M_i) only then: these columns span 12 orders of magnitude
+  // (condition ~1e12), which must take the Householder path instead. Scaled columns alone are
+  // benign for X_i R_i^-1 (the scaling cancels), so the mixed cases also rotate them (a random
+  // orthogonal H), and the last has well conditioned blocks above ill-conditioned ones.
   NDArray g = kt::random_array(DType::Float64, {400, 5}, 617);
-  NDArray a = kt::numpy({{"g", g}}, {"g * np.array([1, 1e-3, 1e-6, 1e-9, 1e-12])"})[0];
-  for (Shape chunks : {Shape{400, 5}, Shape{100, 5}}) {
-    linalg::QR f = linalg::qr(lazy(a, chunks));
-    auto got = compute({f.q, f.r});
-    auto check = kt::numpy({{"a", a}, {"q", got[0]}, {"r", got[1]}},
-                           {"np.abs(q.T @ q - np.eye(5)).max()", "np.abs(q @ r - a).max()"});
-    EXPECT_LT(check[0].at(0), 1e-12) << shape_str(chunks);
-    EXPECT_LT(check[1].at(0), 1e-14) << shape_str(chunks);
-  }
+  NDArray h = kt::random_array(DType::Float64, {5, 5}, 618);
+  auto a = kt::numpy({{"g", g}, {"h", h}},
+                     {"g * np.array([1, 1e-3, 1e-6, 1e-9, 1e-12])",
+                      "(g * np.array([1, 1e-3, 1e-6, 1e-9, 1e-12])) @ np.linalg.qr(h)[0]",
+                      "np.concatenate([g[:200], (g[200:] * np.array([1, 1e-3, 1e-6, 1e-9, "
+                      "1e-12])) @ np.linalg.qr(h)[0]])"});
+  for (size_t k = 0; k < a.size(); ++k)
+    for (Shape chunks : {Shape{400, 5}, Shape{100, 5}}) {
+      linalg::QR f = linalg::qr(lazy(a[k], chunks));
+      linalg::SVD d = linalg::svd(lazy(a[k], chunks));
+      auto got = compute({f.q, f.r, d.u, d.s, d.vh});
+      auto check = kt::numpy(
+          {{"a", a[k]}, {"q", got[0]}, {"r", got[1]}, {"u", got[2]}, {"s", got[3]}, {"vh", got[4]}},
+          {"np.abs(q.T @ q - np.eye(5)).max()", "np.abs(q @ r - a).max()",
+           "np.abs(u.T @ u - np.eye(5)).max()", "np.abs((u * s) @ vh - a).max()"});
+      const std::string what = std::to_string(k) + " " + shape_str(chunks);
+      EXPECT_LT(check[0].at(0), 1e-12) << what;
+      EXPECT_LT(check[1].at(0), 1e-14) << what;
+      EXPECT_LT(check[2].at(0), 1e-12) << what;
+      EXPECT_LT(check[3].at(0), 1e-13) << what;  // through U S Vh: a few more roundings
+    }
 }
 
 TEST(Decompose, SvdTsqrDirectAndWide) {
@@ -114,8 +129,9 @@ TEST(Decompose, SeveralPartsFactorizeOnce) {
 }
 
 TEST(Decompose, TsqrFactorizesEachBlockThenTheStackedR) {
-  // Rows in chunks of 13 (the 8-row tail kept: at least n = 7): 5 block QRs, one of their
-  // stacked R factors, and Q's blocks formed by one product each.
+  // Rows in chunks of 13 (the 8-row tail kept: at least n = 7): 5 block R factors, one QR of
+  // them stacked, and Q's blocks formed by one TsqrMix and one TsqrApply call each, written
+  // straight into Q (no concatenation kernel).
   NDArray a = kt::random_array(DType::Float64, {60, 7}, 616);
   linalg::QR f = linalg::qr(lazy(a, {13, 7}));
   std::ostringstream ir;
@@ -128,10 +144,14 @@ TEST(Decompose, TsqrFactorizesEachBlockThenTheStackedR) {
     for (size_t at = s.find(what); at != std::string::npos; at = s.find(what, at + 1)) ++n;
     return n;
   };
-  EXPECT_EQ(count("= qr of A (13, 7)"), 4u) << s;
-  EXPECT_EQ(count("= qr of A (8, 7)"), 1u) << s;
+  EXPECT_EQ(count("= tsqr_r of A (13, 7)"), 4u) << s;
+  EXPECT_EQ(count("= tsqr_r of A (8, 7)"), 1u) << s;
   EXPECT_EQ(count("= qr of A (35, 7)"), 1u) << s;
-  EXPECT_EQ(count("dgemm per block"), 5u) << s;
+  EXPECT_EQ(count("= tsqr_mix of A (8, 7) and B (7, 7)"), 5u) << s;
+  EXPECT_EQ(count("= tsqr_apply of A (13, 7) and B (8, 7)"), 4u) << s;
+  EXPECT_EQ(count("= tsqr_apply of A (8, 7) and B (8, 7)"), 1u) << s;
+  EXPECT_EQ(count("result written in place into Concat[0] float64 (60, 7)"), 5u) << s;
+  EXPECT_EQ(count("dgemm per block"), 0u) << s;
 }
 
 TEST(Decompose, SolversMatchNumPy) {

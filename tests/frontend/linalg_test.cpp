@@ -2,6 +2,7 @@
 // contracted chunks), dot, vdot, inner, outer, tensordot, einsum; chunkings that align and that do
 // not, uneven last chunks, one-block operands, transposed operands read in place, integer and
 // bool products (no BLAS), element-wise work fused around the call, and the errors.
+#include <map>
 #include <sstream>
 #include <thread>
 
@@ -241,8 +242,9 @@ TEST(Linalg, ComputedOperandsStreamIntoTheCallsBlockByBlock) {
       // computed in X's orientation both times.)
       EXPECT_NE(ir.str().find("Unary[exp] float64 (2000, 400): per block"), std::string::npos)
           << ir.str();
-      if (!first)
+      if (!first) {
         EXPECT_NE(ir.str().find("read in place with the transpose flag"), std::string::npos);
+      }
       EXPECT_LT(peak, 2000 * 400 * 8 / 2) << threads << " " << first;
       ComputeOptions unfused;
       unfused.fuse = false;
@@ -250,6 +252,44 @@ TEST(Linalg, ComputedOperandsStreamIntoTheCallsBlockByBlock) {
       // (Unfused, the contraction may be split elsewhere: the sums' order differs.)
       EXPECT_TRUE(same(compute({prod}, unfused)[0], got, 1e-13, 1e-13));
     }
+  }
+}
+
+TEST(Linalg, ProductsConcatenatedByRowsAreWrittenInPlace) {
+  // A product that only a concatenation reads, whole, as a contiguous run of its rows, is written
+  // straight into it (no array of its own, no copy kernel): a @ b, c @ b and h @ b below. One
+  // also read elsewhere (d @ b), a column piece (e @ b, g @ b) or one of another dtype (f @ b) is
+  // not. Values equal NumPy's either way, with products of one block and of several blocks and
+  // contraction splits (each writes its rows).
+  std::map<std::string, NDArray> in;
+  uint64_t seed = 521;
+  for (const char* name : {"a", "c", "d", "e", "g", "h"})
+    in[name] = kt::random_array(DType::Float64, {10 + static_cast<int64_t>(seed % 7), 8}, seed++);
+  in["b"] = kt::random_array(DType::Float64, {8, 6}, seed++);
+  in["f"] = kt::random_array(DType::Float32, {5, 8}, seed++);
+  auto want =
+      kt::numpy({in.begin(), in.end()}, {"np.concatenate([a @ b, c @ b, d @ b])", "(d @ b).sum()",
+                                         "np.concatenate([(e @ b).T, (g @ b).T], axis=1)",
+                                         "np.concatenate([h @ b, f @ b.astype(np.float32)])"});
+  for (Shape chunks : {Shape{30, 8}, Shape{4, 3}}) {
+    auto x = [&](const char* name) { return lazy(in[name], chunks); };
+    Array b = lazy(in["b"], {3, 6}), db = matmul(x("d"), b);
+    std::ostringstream ir;
+    ComputeOptions opt;
+    opt.ir = &ir;
+    auto got = compute(
+        {concatenate({matmul(x("a"), b), matmul(x("c"), b), db}, 0), db.sum(),
+         concatenate({matmul(x("e"), b).T(), matmul(x("g"), b).T()}, 1),
+         concatenate({matmul(x("h"), b), matmul(lazy(in["f"]), b.astype(DType::Float32))}, 0)},
+        opt);
+    for (size_t k = 0; k < want.size(); ++k)
+      EXPECT_TRUE(same(got[k], want[k], 1e-5, 1e-12)) << k << " " << shape_str(chunks);
+    std::string s = ir.str();
+    size_t placed = 0;
+    for (size_t at = s.find("result written in place"); at != std::string::npos;
+         at = s.find("result written in place", at + 1))
+      ++placed;
+    EXPECT_EQ(placed, 3u) << s;
   }
 }
 

@@ -51,7 +51,10 @@ void BM_Solver(benchmark::State& state, const Workload* w, int64_t n, int64_t c,
   opt.fuse = fuse;
   opt.progress = false;
   kiln::workloads::SolveStats st;
-  const kiln::workloads::SolveArgs args{n, c, w->cols, "", "", ""};
+  kiln::workloads::SolveArgs args;
+  args.n = n;
+  args.c = c;
+  args.cols = w->cols;
   w->solve(args, opt, &st);  // plans + compiles
   for (auto _ : state) {
     st = {};

@@ -67,6 +67,9 @@ std::vector<NDArray> compute(const std::vector<Array>& arrays, const ComputeOpti
                   " are not supported (at most 32 dimensions)");
     g.outputs.push_back(a.node());
   }
+  if (!opt.skip.empty() && opt.skip.size() != arrays.size())
+    throw Error("compute: skip has " + std::to_string(opt.skip.size()) +
+                " entries; expected none or one per array (" + std::to_string(arrays.size()) + ")");
   std::vector<ParamValue> params;
   Graph tmpl = parameterize(g, &params);
   bool fuse = opt.fuse && !flags().no_fuse;
@@ -134,6 +137,7 @@ std::vector<NDArray> compute(const std::vector<Array>& arrays, const ComputeOpti
   ro.trace = trace.get();
   ro.progress = opt.progress;
   ro.keep_on_device = opt.keep_on_device;
+  ro.skip = opt.skip.empty() ? nullptr : &opt.skip;
   ro.devices = opt.devices != 0 ? opt.devices : flags().devices;
   if (ro.devices < 0)
     throw Error("compute: devices must be at least 1 (0: the default), not " +
@@ -150,7 +154,10 @@ std::vector<NDArray> compute(const std::vector<Array>& arrays, const ComputeOpti
   std::vector<NDArray> out;
   for (size_t k = 0; k < res.outputs.size(); ++k) {
     const Node& n = *g.outputs[k];
-    out.emplace_back(n.dtype, n.shape, res.outputs[k], res.outputs[k].get(), res.places[k]);
+    if (!res.outputs[k])
+      out.emplace_back();  // skipped
+    else
+      out.emplace_back(n.dtype, n.shape, res.outputs[k], res.outputs[k].get(), res.places[k]);
   }
   Stats last;
   last.last_cached = cached;

@@ -178,8 +178,13 @@ namespace {
 
 // The problem as a solver sees it: X normalized lazily (the mean and scale are buffers the
 // kernels read), y as float64, the penalty, and what maps the coefficients back to X's columns.
+// Normalized without centering (no intercept column), X's columns times 1/std: then X stays X's
+// own columns and the scaling goes on the p-vectors instead, X_n b = X (b / std) and
+// X_n^T r = (X^T r) / std (and the Hessian both sides), which spares each pass over X a multiply
+// per element and use (`in`, `out`, `out_hessian`).
 struct Problem {
   Array X, y;
+  std::vector<double> inv;          // non-empty: the solver's columns are X's times inv
   std::vector<double> mean, scale;  // per column; the constant column (if any): 0 and 1
   int intercept = -1;               // the constant column
   int64_t p = 0;
@@ -202,9 +207,27 @@ struct Problem {
     return coef;
   }
 
+  // The solver's coefficients as coefficients of X's columns (X_n b = X in(b)).
+  std::vector<double> in(std::vector<double> b) const {
+    for (size_t j = 0; j < inv.size(); ++j) b[j] *= inv[j];
+    return b;
+  }
+  // X_n b, lazily.
+  Array times(const std::vector<double>& b) const { return matmul(X, vec(in(b))); }
+  // A gradient (X^T r) or Hessian (X^T W X) of X's columns as the solver's.
+  std::vector<double> out(std::vector<double> g) const {
+    for (size_t j = 0; j < inv.size(); ++j) g[j] *= inv[j];
+    return g;
+  }
+  std::vector<double> out_hessian(std::vector<double> h) const {
+    for (size_t i = 0; i < inv.size(); ++i)
+      for (size_t j = 0; j < inv.size(); ++j) h[i * inv.size() + j] *= inv[i] * inv[j];
+    return h;
+  }
+
   // loss(X b) + lamduh * penalty(b): one compute.
   double objective(const std::vector<double>& b) const {
-    return compute({loss(family, matmul(X, vec(b)), y)}, opt)[0].item<double>() + penalty(b);
+    return compute({loss(family, times(b), y)}, opt)[0].item<double>() + penalty(b);
   }
 
   // lamduh * penalty(b), and its gradient added to g (the smooth solvers: no L1 part).
@@ -285,13 +308,16 @@ Problem prepare(const char* solver, const Array& X0, const Array& y0, const Opti
   if (o.normalize && pr.intercept < 0) std::fill(pr.mean.begin(), pr.mean.end(), 0.0);
   // dask-glm's (X - mean) / std, but multiplied by the reciprocal (at most 1 ulp apart): a
   // division per element of X costs more than reading it (Zen 4: 53 -> 38 ms per lbfgs
-  // evaluation at 1e6 x 100). Without an intercept the mean is 0 and not subtracted.
+  // evaluation at 1e6 x 100). Without an intercept the mean is 0 and not subtracted, and the
+  // scaling moves to the p-vectors (Problem::in/out).
+  pr.X = X;
   if (o.normalize) {
     std::vector<double> inv(pr.scale.size());
     for (size_t j = 0; j < inv.size(); ++j) inv[j] = 1 / pr.scale[j];
-    pr.X = (pr.intercept >= 0 ? X - vec(pr.mean) : X) * vec(inv);
-  } else {
-    pr.X = X;
+    if (pr.intercept >= 0)
+      pr.X = (X - vec(pr.mean)) * vec(inv);
+    else
+      pr.inv = std::move(inv);
   }
   pr.y = y;
   pr.lam = o.lamduh;
@@ -451,16 +477,16 @@ Result gradient_descent(const Array& X, const Array& y, const Options& o) {
   for (int k = 0; k < max_iter; ++k) {
     std::vector<double> grad;
     if (k % 10 == 0) {  // X beta afresh (rounding drift), its loss and gradient: one pass
-      Array fresh = matmul(pr.X, vec(beta));
+      Array fresh = pr.times(beta);
       std::vector<NDArray> r = compute(
           {fresh, loss(pr.family, fresh, pr.y), gradient(pr.family, fresh, pr.X, pr.y)}, pr.opt);
       xb = pr.rows(r[0]);
       func = scalar_of(r[1]) + pr.penalty(beta);
-      grad = values(r[2]);
+      grad = pr.out(values(r[2]));
     } else if (!ahead.empty()) {
       grad = std::move(ahead);
     } else {
-      grad = values(compute({gradient(pr.family, xb, pr.X, pr.y)}, pr.opt)[0]);
+      grad = pr.out(values(compute({gradient(pr.family, xb, pr.X, pr.y)}, pr.opt)[0]));
     }
     ahead.clear();
     pr.add_penalty_gradient(beta, &grad);
@@ -469,7 +495,7 @@ Result gradient_descent(const Array& X, const Array& y, const Options& o) {
     double s = step;
     // X grad, and the loss and gradient at the first trial (X beta - s X grad, computed inline:
     // stored, it would stand between X grad and the gradient and keep them two passes).
-    Array xg_lazy = matmul(pr.X, vec(grad)), first = xb - s * xg_lazy;
+    Array xg_lazy = pr.times(grad), first = xb - s * xg_lazy;
     std::vector<NDArray> pass = compute(
         {xg_lazy, loss(pr.family, first, pr.y), gradient(pr.family, first, pr.X, pr.y)}, pr.opt);
     Array xg = pr.rows(pass[0]);
@@ -493,7 +519,7 @@ Result gradient_descent(const Array& X, const Array& y, const Options& o) {
     }
     for (int64_t j = 0; j < pr.p; ++j) beta[j] -= s * grad[j];
     xb = pr.rows(compute({xb - s * xg}, pr.opt)[0]);
-    if (ii == 0) ahead = values(pass[2]);  // the first trial was taken: its gradient is next
+    if (ii == 0) ahead = pr.out(values(pass[2]));  // the first trial taken: its gradient is next
     res.loss.push_back(func);
     res.n_iter = k + 1;
     if (s == 0 || (lf - func) / std::max(func, lf) < tol) {
@@ -526,14 +552,14 @@ Result newton(const Array& X, const Array& y, const Options& o) {
   Array Xr = smaller ? pr.X.rechunk({rows, p}) : pr.X;
   Array yy = smaller ? pr.y.rechunk({rows}) : pr.y;
   auto at = [&](const std::vector<double>& b) {
-    Array xb = matmul(Xr, vec(b));
+    Array xb = matmul(Xr, vec(pr.in(b)));
     return compute(
         {hessian(pr.family, xb, Xr), gradient(pr.family, xb, Xr, yy), loss(pr.family, xb, yy)},
         pr.opt);
   };
   std::vector<NDArray> r = at(beta);
   while (true) {
-    std::vector<double> h = values(r[0]), g = values(r[1]);
+    std::vector<double> h = pr.out_hessian(values(r[0])), g = pr.out(values(r[1]));
     pr.add_penalty_gradient(beta, &g);
     for (int64_t j = 0; j < p; ++j) h[j * p + j] += c * pr.factor[j] * pr.factor[j];
     // step = lstsq(H, g), as dask-glm (NumPy 2's rcond).
@@ -572,10 +598,10 @@ Result proximal_grad(const Array& X, const Array& y, const Options& o) {
   // trial's pass over X also computes the gradient there (row fusion: X beta is its row stage),
   // so the next iteration needs no pass of its own: one pass per trial instead of two.
   auto at = [&](const std::vector<double>& b, std::vector<double>* grad) {
-    Array fresh = matmul(pr.X, vec(b));
+    Array fresh = pr.times(b);
     std::vector<NDArray> r =
         compute({loss(pr.family, fresh, pr.y), gradient(pr.family, fresh, pr.X, pr.y)}, pr.opt);
-    *grad = values(r[1]);
+    *grad = pr.out(values(r[1]));
     return scalar_of(r[0]) + pr.penalty(b);
   };
   std::vector<double> grad, next_grad;
@@ -615,10 +641,10 @@ Result lbfgs(const Array& X, const Array& y, const Options& o) {
             o.max_iter > 0 ? o.max_iter : 100, 0);
   while (!run.done()) {  // the objective and its gradient at the point asked for: one compute
     const std::vector<double>& b = run.point();
-    Array xb = matmul(pr.X, vec(b));
+    Array xb = pr.times(b);
     std::vector<NDArray> r =
         compute({loss(pr.family, xb, pr.y), gradient(pr.family, xb, pr.X, pr.y)}, pr.opt);
-    std::vector<double> g = values(r[1]);
+    std::vector<double> g = pr.out(values(r[1]));
     pr.add_penalty_gradient(b, &g);
     run.take(scalar_of(r[0]) + pr.penalty(b), g);
   }
@@ -652,25 +678,28 @@ Result admm(const Array& X, const Array& y, const Options& o) {
   Result res;
   for (int it = 0; it < max_iter; ++it) {
     // x-update: every chunk's local L-BFGS from ones (dask-glm never carries betas over); each
-    // round evaluates all chunks in one compute, those already done at their final point, so
-    // that every round is the same plan.
+    // round is one compute over every chunk, so that every round is the same plan, in which the
+    // chunks already done are skipped (ComputeOptions::skip): their kernels do not run.
     std::vector<Lbfgs> local;
     for (size_t i = 0; i < k; ++i) local.emplace_back(std::vector<double>(p, 1.0), 1e-5, 200, 250);
     auto all_done = [&] {
       return std::all_of(local.begin(), local.end(), [](const Lbfgs& l) { return l.done(); });
     };
+    ComputeOptions round = pr.opt;
     while (!all_done()) {
       std::vector<Array> outs;
+      round.skip.clear();
       for (size_t i = 0; i < k; ++i) {
-        Array xb = matmul(Xs[i], vec(local[i].point()));
+        Array xb = matmul(Xs[i], vec(pr.in(local[i].point())));
         outs.push_back(loss(pr.family, xb, ys[i]));
         outs.push_back(gradient(pr.family, xb, Xs[i], ys[i]));
+        round.skip.insert(round.skip.end(), 2, local[i].done());
       }
-      std::vector<NDArray> r = compute(outs, pr.opt);
+      std::vector<NDArray> r = compute(outs, round);
       for (size_t i = 0; i < k; ++i) {
         if (local[i].done()) continue;
         const std::vector<double>& b = local[i].point();
-        std::vector<double> g = values(r[2 * i + 1]), d(p);
+        std::vector<double> g = pr.out(values(r[2 * i + 1])), d(p);
         for (int64_t j = 0; j < p; ++j) {
           d[j] = b[j] - z[j] + u[i][j];
           g[j] += rho * d[j];

@@ -214,9 +214,37 @@ class Run {
     for (auto& th : pool) th.join();
   }
 
+  // Only the groups that the outputs not skipped depend on run (skip: per output, or empty).
+  void skip_outputs(const std::vector<bool>& skip) {
+    if (skip.empty()) return;
+    skipped_ = skip;
+    std::vector<bool> wanted(p_.arrays.size(), false);
+    for (size_t k = 0; k < p_.output_arrays.size(); ++k)
+      if (!skip[k]) wanted[p_.output_arrays[k]] = true;
+    needed_.assign(p_.groups.size(), false);
+    for (size_t g = p_.groups.size(); g-- > 0;) {  // groups are in topological order
+      const PlanGroup& pg = p_.groups[g];
+      bool need = needed_[g];
+      if (pg.library >= 0) need = need || wanted[p_.libraries[pg.library].out];
+      for (size_t o = 0; o < pg.output_arrays.size() && pg.library < 0 && !need; ++o) {
+        bool reduce = pg.lowered.kernel.outputs[o].reduce;
+        need = wanted[reduce ? p_.reduces[pg.output_arrays[o]].array : pg.output_arrays[o]];
+      }
+      needed_[g] = need;
+      if (need)
+        for (int d : p_.fused.groups[g].deps) needed_[d] = true;
+    }
+  }
+
   RunResult result() {
     RunResult r;
-    for (int a : p_.output_arrays) {
+    for (size_t k = 0; k < p_.output_arrays.size(); ++k) {
+      const int a = p_.output_arrays[k];
+      if (!skipped_.empty() && skipped_[k]) {
+        r.outputs.emplace_back();
+        r.places.emplace_back();
+        continue;
+      }
       if (arena_ && keep_) {  // stays on (or goes to) device 0
         std::shared_ptr<void> d = host_homed_[a] ? nullptr : rep_[rep_at(a, 0)];
         if (!d) {
@@ -294,6 +322,11 @@ class Run {
     if (failed_.load(std::memory_order_relaxed)) return;
     try {
       const PlanTask& task = p_.tasks[t];
+      if (!needed_.empty() && !needed_[task.group]) {  // no wanted output depends on it
+        if (task.kind == TaskKind::Kernel || task.kind == TaskKind::Library) release_reads(task);
+        if (task.kind != TaskKind::Start && task.kind != TaskKind::End) progress_->step();
+        return;
+      }
       double start = trace_ ? trace_->now_us() : 0;
       int64_t bytes = 0;
       const char* cat = "";
@@ -357,6 +390,30 @@ class Run {
   void release_block_reader(int a, int64_t block) {
     int64_t slot = p_.arrays[a].block_offset + block;
     if (--block_readers_[slot] == 0) blocks_[slot].reset();
+  }
+  // What a Kernel or Library task reads, released after it ran (or was skipped).
+  void release_reads(const PlanTask& task) {
+    const PlanGroup& g = p_.groups[task.group];
+    if (g.library < 0) {
+      for (size_t l = 0; l < g.leaf_arrays.size(); ++l) {
+        int a = g.leaf_arrays[l];
+        if (a < 0) continue;
+        if (!p_.arrays[a].blocked)
+          release_reader(a);
+        else if (int64_t b = g.block_read(task.block, l)[0]; b >= 0)
+          release_block_reader(a, b);
+      }
+      return;
+    }
+    const PlanLibrary& l = p_.libraries[g.library];
+    const size_t read = static_cast<size_t>(task.block * (l.k_starts.size() - 1) + task.split);
+    for (const auto& [op, reads] : {std::pair{&l.a, &l.a_reads}, std::pair{&l.b, &l.b_reads}}) {
+      if (op->array < 0) continue;
+      if (reads->empty())
+        release_reader(op->array);
+      else if ((*reads)[read].block >= 0)
+        release_block_reader(op->array, (*reads)[read].block);
+    }
   }
 
   // ---- device plans (the backend has DeviceMemory) ----
@@ -696,14 +753,7 @@ class Run {
       }
       held.clear();
     }
-    for (size_t l = 0; l < k.leaves.size(); ++l) {
-      int a = g.leaf_arrays[l];
-      if (a < 0) continue;
-      if (!p_.arrays[a].blocked)
-        release_reader(a);
-      else if (int64_t b = g.block_read(task.block, l)[0]; b >= 0)
-        release_block_reader(a, b);
-    }
+    release_reads(task);
     for (size_t o = 0; o < k.outputs.size(); ++o) {  // blocks nobody reads (sliced away)
       if (k.outputs[o].reduce) continue;
       const PlanArray& arr = p_.arrays[g.output_arrays[o]];
@@ -725,7 +775,7 @@ class Run {
   int64_t run_library(const PlanTask& task) {
     const PlanGroup& g = p_.groups[task.group];
     const PlanLibrary& l = p_.libraries[g.library];
-    if (l.op == Op::Linalg) return run_lapack(l);
+    if (l.op == Op::Linalg) return run_lapack(task, l);
     int64_t lo[2], ext[2];
     p_.block_box(g, task.block, lo, ext);
     int64_t k0 = l.k_starts[task.split], kn = l.k_starts[task.split + 1] - k0;
@@ -773,13 +823,7 @@ class Run {
     bool accumulate = l.chained && task.split > 0;
     library::gemm(l.dtype, a.layout->transposed, b.layout->transposed, ext[0], ext[1], kn, a.data,
                   a.layout->ld, b.data, b.layout->ld, c, ldc, accumulate);
-    for (const auto& [op, reads] : {std::pair{&l.a, &l.a_reads}, std::pair{&l.b, &l.b_reads}}) {
-      if (op->array < 0) continue;
-      if (reads->empty())
-        release_reader(op->array);
-      else if ((*reads)[read].block >= 0)
-        release_block_reader(op->array, (*reads)[read].block);
-    }
+    release_reads(task);
     return ext[0] * ext[1] * static_cast<int64_t>(es);
   }
 
@@ -804,7 +848,7 @@ class Run {
   }
 
   // A LAPACK call on its whole operands, into the packed result. Returns the bytes it wrote.
-  int64_t run_lapack(const PlanLibrary& l) {
+  int64_t run_lapack(const PlanTask& task, const PlanLibrary& l) {
     auto ref = [&](const LibraryOperand& op, int64_t rows, int64_t cols) {
       library::MatrixRef r;
       r.data = operand_data(op, rows, cols, l.dtype);
@@ -822,8 +866,7 @@ class Run {
     library::lapack(l.fn, l.dtype, a, l.b.present() ? &b : nullptr,
                     static_cast<char*>(data_[l.out].get()) + l.out_offset * es,
                     l.exclusive ? threads_ : 1);
-    for (const LibraryOperand* op : {&l.a, &l.b})
-      if (op->array >= 0) release_reader(op->array);
+    release_reads(task);
     return num_elements(l.call->shape) * static_cast<int64_t>(es);
   }
 
@@ -994,6 +1037,8 @@ class Run {
   Progress* progress_;
   std::vector<std::shared_ptr<void>> data_;
   std::mutex alloc_mu_;
+  std::vector<bool> skipped_;  // per output: not computed (ComputeOptions::skip)
+  std::vector<bool> needed_;   // per group: runs (empty: every group)
   std::unique_ptr<std::atomic<int>[]> readers_;
   BlockPool pool_;                             // before blocks_: outlives their deleters
   std::vector<std::shared_ptr<void>> blocks_;  // blocked arrays' blocks (PlanArray::block_offset)
@@ -1032,6 +1077,7 @@ class Run {
 RunResult execute(const Plan& plan, const std::vector<ParamValue>& params, const RunOptions& opt) {
   Progress progress(plan.work_tasks, opt.progress);
   Run run(plan, params, opt.trace, &progress, opt.devices, opt.keep_on_device);
+  if (opt.skip) run.skip_outputs(*opt.skip);
   run.run(opt.threads);
   RunResult r = run.result();
   r.tasks = run.tasks_run();

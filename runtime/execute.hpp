@@ -26,6 +26,8 @@ struct RunOptions {
   bool progress = false;   // progress bar on a terminal for long computes
   int devices = 0;         // devices to use, for backends with device memory (0: their default)
   bool keep_on_device = false;  // such backends: outputs stay in device 0's memory
+  // Per output: true = not computed (its result empty); only what the others need runs.
+  const std::vector<bool>* skip = nullptr;
 };
 
 RunResult execute(const Plan& plan, const std::vector<ParamValue>& params, const RunOptions& opt);

@@ -411,6 +411,11 @@ struct ComputeOptions {
   // cuda, cuda-emu: the results stay in device memory (device 0), NDArray::on_device(); no
   // copy back to the host (to_host() copies when asked). Ignored on host devices.
   bool keep_on_device = false;
+  // Per output (empty, or one per array passed): true = not computed this time, its NDArray
+  // empty; only the work the other outputs need runs. The plan is that of all the outputs, so
+  // an iterative solver whose rounds drop some outputs (ADMM's chunks that are done) reuses one
+  // plan instead of planning each subset.
+  std::vector<bool> skip;
 };
 
 // Evaluates several arrays in one plan that shares their common work.

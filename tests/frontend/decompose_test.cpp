@@ -66,6 +66,26 @@ TEST(Decompose, QrTsqrAndDirect) {
   }
 }
 
+TEST(Decompose, TsqrReadsViewsOfItsInputInPlace) {
+  // TSQR's block calls read the blocks through their views: reversed rows (a negative row
+  // stride), every other row, reversed columns, and a transposed (column-major) matrix.
+  NDArray a = kt::random_array(DType::Float64, {240, 6}, 619);
+  NDArray b = kt::random_array(DType::Float64, {6, 120}, 620);
+  auto views = kt::numpy({{"a", a}, {"b", b}}, {"a[::-1]", "a[::2]", "a[:, ::-1]", "b.T"});
+  Array A = lazy(a, {40, 6});
+  std::vector<Array> lazy_views = {A.slice({Slice(239, -241, -1), Slice::all()}),
+                                   A.slice({Slice(0, 240, 2), Slice::all()}),
+                                   A.slice({Slice::all(), Slice(5, -7, -1)}), lazy(b, {6, 30}).T()};
+  for (size_t k = 0; k < views.size(); ++k) {
+    linalg::QR f = linalg::qr(lazy_views[k]);
+    linalg::SVD d = linalg::svd(lazy_views[k]);
+    auto got = compute({f.q, f.r, d.u, d.s, d.vh});
+    const std::string what = "view " + std::to_string(k);
+    expect_qr(views[k], got[0], got[1], DType::Float64, what.c_str());
+    expect_svd(views[k], got[2], got[3], got[4], DType::Float64, what.c_str());
+  }
+}
+
 TEST(Decompose, IllConditionedTallBlocksStayOrthogonal) {
   // Tall blocks are factorized by CholeskyQR2 when well conditioned, and TSQR forms a block's
   // rows of Q (or U) as X_i (R_i^-1 M_i) only then: these columns span 12 orders of magnitude

@@ -69,7 +69,9 @@ TEST(Memory, FreedLargeBlocksAreReusedAndCounted) {
   EXPECT_EQ(bytes_in_use(), before);
   void* b = host_alloc(big);
 #ifndef KILN_SANITIZED
-  if (!flags().no_block_pool) EXPECT_EQ(a, b);  // the pool's block, already mapped
+  if (!flags().no_block_pool) {
+    EXPECT_EQ(a, b);  // the pool's block, already mapped
+  }
 #endif
   std::memset(b, 1, big);
   host_free(b, big);
@@ -79,6 +81,56 @@ TEST(Memory, FreedLargeBlocksAreReusedAndCounted) {
   host_free(c, big);
   flags().no_block_pool = saved;
   EXPECT_EQ(bytes_in_use(), before);
+}
+
+TEST(Execute, SkippedOutputsRunNothingOfTheirOwnAndKeepThePlan) {
+  // Outputs: two independent reductions of different data, one over a blocked intermediate
+  // that a third (skipped) output also reads, and a library product. Skipping outputs empties
+  // their results, runs only the work the others need (fewer tasks), reuses the plan of all
+  // outputs, and the others' values are those of the full compute, bit for bit.
+  NDArray a = kt::random_array(DType::Float64, {400, 30}, 41);
+  NDArray b = kt::random_array(DType::Float64, {400, 30}, 42);
+  for (const ComputeOptions& base : {ComputeOptions{}, [] {
+                                       ComputeOptions o;
+                                       o.fuse = false;
+                                       return o;
+                                     }()}) {
+    Array A = kt::lazy(a, {100, 30}), B = kt::lazy(b, {100, 30});
+    Array t = exp(A * 0.5);  // blocked when unfused: read by two outputs' groups
+    std::vector<Array> outs = {(t + 1.0).sum({0}), (t * B).sum(), B.max({1}), matmul(B.T(), A)};
+    auto all = compute(outs, base);
+    const Stats before = stats();
+    const int64_t full_tasks = before.last_tasks;
+    for (std::vector<bool> skip :
+         {std::vector<bool>{false, true, false, true}, std::vector<bool>{true, false, true, false},
+          std::vector<bool>{false, false, false, true},
+          std::vector<bool>{true, true, true, true}}) {
+      ComputeOptions o = base;
+      o.skip = skip;
+      auto got = compute(outs, o);
+      const Stats s = stats();
+      EXPECT_TRUE(s.last_cached);
+      // (Fused, outputs 0-2 share one kernel: it runs when any of them is wanted.)
+      EXPECT_LE(s.last_tasks, full_tasks);
+      if (skip[3]) {
+        EXPECT_LT(s.last_tasks, full_tasks);
+      }
+      for (size_t k = 0; k < outs.size(); ++k) {
+        if (skip[k]) {
+          EXPECT_EQ(got[k].data(), nullptr) << k;
+        } else {
+          EXPECT_TRUE(same(got[k], all[k])) << k;
+        }
+      }
+    }
+    EXPECT_EQ(stats().plans_built, before.plans_built);
+    ComputeOptions none = base;
+    none.skip = {true, true, true, true};
+    compute(outs, none);
+    EXPECT_EQ(stats().last_tasks, 0);
+    none.skip = {true};
+    EXPECT_THROW(compute(outs, none), Error);
+  }
 }
 
 TEST(Execute, StatsTotalComputesTasksAndTheLargestPeak) {

@@ -2,7 +2,8 @@
 // chunkings of each operand (uneven, single-element, contracted chunks that do not align),
 // transposed operands (read in place with BLAS's transpose flag), every dtype pair (float32,
 // float64, int32, int64, bool: BLAS, fused reductions and the exact integer paths), operands
-// computed per block (a * 2, streamed into the calls). Each case is
+// computed per block (a * 2, streamed into the calls), products that a row concatenation takes
+// whole (written in place into it: fuse's placement). Each case is
 // also computed unfused and with 2 threads, which must give the same bytes (a plan's sums are
 // fixed whatever runs them).
 //
@@ -27,6 +28,7 @@ struct Case {
   bool transpose_b = false;  // b is given as its transpose's transpose
   bool computed_a = false;   // a float a is used as a * 2: computed per block, streamed
   bool computed_b = false;
+  bool concat = false;  // a matrix product between rows of zeros: written into the concatenation
 };
 
 int64_t env_int(const char* name, int64_t dflt) {
@@ -65,6 +67,7 @@ Case make_case(std::mt19937& rng, int index) {
   Shape stored_b = c.transpose_b ? Shape{sb[1], sb[0]} : sb;
   c.computed_a = is_float(ta) && pick(3) == 0;
   c.computed_b = is_float(tb) && pick(3) == 0;
+  c.concat = shape_kind >= 4 && pick(3) == 0;
   c.a = kt::random_array(ta, sa, 1000 + index * 2, -2, 2);
   c.b = kt::random_array(tb, stored_b, 1001 + index * 2, -2, 2);
   c.ca = random_chunks(rng, sa);
@@ -73,7 +76,8 @@ Case make_case(std::mt19937& rng, int index) {
   os << "case " << index << ": a " << dtype_name(ta) << shape_str(sa) << " chunks "
      << shape_str(c.ca) << ", b " << dtype_name(tb) << shape_str(stored_b)
      << (c.transpose_b ? ".T" : "") << " chunks " << shape_str(c.cb)
-     << (c.computed_a ? ", a computed" : "") << (c.computed_b ? ", b computed" : "");
+     << (c.computed_a ? ", a computed" : "") << (c.computed_b ? ", b computed" : "")
+     << (c.concat ? ", between rows of zeros" : "");
   c.text = os.str();
   return c;
 }
@@ -98,13 +102,24 @@ TEST(FuzzMatmul, ShapesChunkingsAndDtypesMatchNumPy) {
       std::string bb = (c.computed_b ? "(" + b + " * 2)" : b) + (c.transpose_b ? ".T" : "");
       inputs.push_back({a, c.a});
       inputs.push_back({b, c.b});
-      exprs.push_back(aa + " @ " + bb);
-      exprs.push_back("np.asarray(np.abs(" + aa + ".astype(np.float64)) @ np.abs(" + bb +
-                      ".astype(np.float64)))");
+      auto framed = [&](const std::string& x) {  // between a row of zeros and two more
+        return c.concat ? "(lambda p: np.concatenate([np.zeros((1, p.shape[1]), p.dtype), p, "
+                          "np.zeros((2, p.shape[1]), p.dtype)]))(" +
+                              x + ")"
+                        : x;
+      };
+      exprs.push_back(framed(aa + " @ " + bb));
+      exprs.push_back(framed("np.asarray(np.abs(" + aa + ".astype(np.float64)) @ np.abs(" + bb +
+                             ".astype(np.float64)))"));
       Array A = kt::lazy(c.a, c.ca), B = kt::lazy(c.b, c.cb);
       if (c.computed_a) A = A * 2.0;
       if (c.computed_b) B = B * 2.0;
-      got.push_back(matmul(A, c.transpose_b ? B.T() : B));
+      Array P = matmul(A, c.transpose_b ? B.T() : B);
+      if (c.concat) {
+        const int64_t n = P.shape()[1];
+        P = concatenate({zeros({1, n}, {}, P.dtype()), P, zeros({2, n}, {}, P.dtype())}, 0);
+      }
+      got.push_back(P);
     }
     std::vector<NDArray> want = kt::numpy(inputs, exprs);
     std::vector<NDArray> res = compute(got);

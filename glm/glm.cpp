@@ -215,10 +215,7 @@ struct Problem {
   // X_n b, lazily.
   Array times(const std::vector<double>& b) const { return matmul(X, vec(in(b))); }
   // A gradient (X^T r) or Hessian (X^T W X) of X's columns as the solver's.
-  std::vector<double> out(std::vector<double> g) const {
-    for (size_t j = 0; j < inv.size(); ++j) g[j] *= inv[j];
-    return g;
-  }
+  std::vector<double> out(std::vector<double> g) const { return in(std::move(g)); }
   std::vector<double> out_hessian(std::vector<double> h) const {
     for (size_t i = 0; i < inv.size(); ++i)
       for (size_t j = 0; j < inv.size(); ++j) h[i * inv.size() + j] *= inv[i] * inv[j];

@@ -173,27 +173,23 @@ std::unordered_map<const Node*, std::string> find_boundaries(const Graph& g,
 
 // Library results that a concatenation takes whole, in C order, as one contiguous run of its
 // elements (its leading dims before the axis are 1), in its dtype, and that nothing else reads:
-// the call writes straight into the concatenation (at the element offset given) instead of into
-// an array of its own that a kernel then copies. TSQR's Q and U blocks are such results.
-std::unordered_map<const Node*, std::pair<const Node*, int64_t>> placed_library_results(
+// the call writes straight into the concatenation instead of into an array of its own that a
+// kernel then copies. TSQR's Q and U blocks are such results. Returns piece -> call.
+std::unordered_map<const Node*, const Node*> placed_library_results(
     const Graph& g, const std::vector<const Node*>& order,
     const std::unordered_map<const Node*, std::string>& reason) {
   std::unordered_map<const Node*, int> uses;
   for (const Node* n : order)
     for (const auto& in : n->inputs) ++uses[in.get()];
   for (const auto& o : g.outputs) ++uses[o.get()];
-  std::unordered_map<const Node*, std::pair<const Node*, int64_t>> placed;
+  std::unordered_map<const Node*, const Node*> placed;
   for (const Node* n : order) {
     if (n->op != Op::Concat) continue;
     auto axis = static_cast<size_t>(n->attrs.ints[0]);
     bool contiguous = true;
     for (size_t d = 0; d < axis; ++d) contiguous = contiguous && n->shape[d] == 1;
     if (!contiguous) continue;
-    const Shape st = c_strides(n->shape);
-    int64_t pos = 0;
     for (const auto& in : n->inputs) {
-      const int64_t offset = pos * st[axis];
-      pos += in->shape[axis];
       auto vb = resolve_view_base(*in, [&](const Node* x) { return reason.count(x) > 0; });
       if (!vb || !vb->materialized) continue;
       const Node* base = vb->base;
@@ -206,7 +202,7 @@ std::unordered_map<const Node*, std::pair<const Node*, int64_t>> placed_library_
         once = uses[x] == 1;
         if (x == base) break;
       }
-      if (once) placed[base] = {n, offset};
+      if (once) placed[in.get()] = base;
     }
   }
   return placed;
@@ -220,16 +216,9 @@ void make_groups(const Graph& g, const std::vector<const Node*>& order,
   for (const auto& o : g.outputs) refs.emplace(o.get(), o);
   for (const Node* n : order)
     for (const auto& in : n->inputs) refs.emplace(in.get(), in);
-  const auto placed = placed_library_results(g, order, reason);
-  std::unordered_map<const Node*, const Node*> placed_piece;  // concatenation piece -> call
-  for (const Node* n : order) {
-    if (n->op != Op::Concat) continue;
-    for (const auto& in : n->inputs) {
-      auto vb = resolve_view_base(*in, [&](const Node* x) { return reason.count(x) > 0; });
-      auto p = vb ? placed.find(vb->base) : placed.end();
-      if (p != placed.end() && p->second.first == n) placed_piece[in.get()] = vb->base;
-    }
-  }
+  const auto placed_piece = placed_library_results(g, order, reason);
+  std::unordered_set<const Node*> placed;  // calls written into a concatenation
+  for (const auto& [piece, call] : placed_piece) placed.insert(call);
   for (const Node* n : order) {
     auto it = reason.find(n);
     if (it == reason.end() || placed.count(n)) continue;

@@ -161,9 +161,9 @@ void plan_blocked_arrays(Plan& p) {
     PlanArray& arr = p.arrays[a];
     arr.whole_because = arr.output >= 0                   ? "an output"
                         : reduced[a]                      ? "a reduction's result"
+                        : arr.node->op == Op::Concat      ? "written in parts (concatenate)"
                         : library_out[a]                  ? "a library call's result"
                         : library_in[a]                   ? "read in place by a library call"
-                        : arr.node->op == Op::Concat      ? "written in parts (concatenate)"
                         : writes[a] != 1 || writer[a] < 0 ? "written in parts"
                         : num_elements(arr.shape) == 0    ? "empty"
                                                           : "";

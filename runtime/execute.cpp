@@ -218,18 +218,11 @@ class Run {
   void skip_outputs(const std::vector<bool>& skip) {
     if (skip.empty()) return;
     skipped_ = skip;
-    std::vector<bool> wanted(p_.arrays.size(), false);
-    for (size_t k = 0; k < p_.output_arrays.size(); ++k)
-      if (!skip[k]) wanted[p_.output_arrays[k]] = true;
     needed_.assign(p_.groups.size(), false);
     for (size_t g = p_.groups.size(); g-- > 0;) {  // groups are in topological order
-      const PlanGroup& pg = p_.groups[g];
       bool need = needed_[g];
-      if (pg.library >= 0) need = need || wanted[p_.libraries[pg.library].out];
-      for (size_t o = 0; o < pg.output_arrays.size() && pg.library < 0 && !need; ++o) {
-        bool reduce = pg.lowered.kernel.outputs[o].reduce;
-        need = wanted[reduce ? p_.reduces[pg.output_arrays[o]].array : pg.output_arrays[o]];
-      }
+      for (size_t k = 0; k < p_.output_arrays.size() && !need; ++k)
+        need = !skip[k] && p_.writes(static_cast<int>(g), p_.output_arrays[k]);
       needed_[g] = need;
       if (need)
         for (int d : p_.fused.groups[g].deps) needed_[d] = true;

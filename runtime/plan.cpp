@@ -305,6 +305,16 @@ std::string storage_summary(const Plan& p) {
   return s;
 }
 
+bool Plan::writes(int group, int array) const {
+  const PlanGroup& g = groups[group];
+  if (g.library >= 0) return libraries[g.library].out == array;
+  for (size_t o = 0; o < g.output_arrays.size(); ++o) {
+    bool reduce = g.lowered.kernel.outputs[o].reduce;
+    if ((reduce ? reduces[g.output_arrays[o]].array : g.output_arrays[o]) == array) return true;
+  }
+  return false;
+}
+
 void Plan::block_box(const PlanGroup& g, int64_t block, int64_t* lo, int64_t* ext) const {
   int r = static_cast<int>(g.domain.size());
   for (int d = r - 1; d >= 0; --d) {
@@ -448,15 +458,7 @@ class PlanBuilder {
     p_.tasks[from].next.push_back(to);
     ++p_.tasks[to].waits;
   }
-  bool writes(int gi, int a) const {  // group gi stores or reduces into array a
-    const PlanGroup& g = p_.groups[gi];
-    if (g.library >= 0) return p_.libraries[g.library].out == a;
-    for (size_t o = 0; o < g.output_arrays.size(); ++o) {
-      bool reduce = g.lowered.kernel.outputs[o].reduce;
-      if ((reduce ? p_.reduces[g.output_arrays[o]].array : g.output_arrays[o]) == a) return true;
-    }
-    return false;
-  }
+  bool writes(int gi, int a) const { return p_.writes(gi, a); }
 
   // Per group: Start -> a Kernel task per block -> combine trees -> End. Start waits for the
   // End of each group it reads whole; a block that reads blocked arrays waits for the blocks it

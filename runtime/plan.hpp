@@ -171,6 +171,9 @@ struct Plan {
   double compile_seconds = 0;
   std::string summary;  // fusion summary for --emit-ir
 
+  // Whether group `group` stores or reduces into array `array` (a library call: its result).
+  bool writes(int group, int array) const;
+
   // Block geometry helpers.
   void block_box(const PlanGroup& g, int64_t block, int64_t* lo, int64_t* ext) const;
 };

@@ -53,12 +53,14 @@ Pool& pool() {
 }
 
 bool pooled(size_t rounded) { return kPoolBuilt && rounded >= kPoolMin && !flags().no_block_pool; }
-}  // namespace
 
+// The size page_alloc really reserves for `bytes` (64-byte multiples; 2 MiB multiples from 4 MiB
+// on). Buffers of one rounded size are interchangeable (the pool's key).
 size_t page_rounded(size_t bytes) {
   bytes = std::max<size_t>(bytes, 1);
   return bytes >= kHugePageMin ? round_up(bytes, kHugePage) : round_up(bytes, 64);
 }
+}  // namespace
 
 void* page_alloc(size_t bytes) {
   const size_t rounded = page_rounded(bytes);

@@ -13,9 +13,6 @@
 
 namespace kiln {
 
-// The size page_alloc really reserves for `bytes` (64-byte multiples; 2 MiB multiples from
-// 4 MiB on). Buffers of one rounded size are interchangeable.
-size_t page_rounded(size_t bytes);
 // nullptr when the system has no memory left. Free with page_free and the same byte count.
 void* page_alloc(size_t bytes);
 void page_free(void* p, size_t bytes);

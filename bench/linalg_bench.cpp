@@ -5,6 +5,9 @@
 // BM_GemmKilnChunked/N/C: kiln::matmul(x, x) for a resident x (a buffer) in C x C chunks, on
 // every core: a gemm per result block and contraction chunk (single-threaded BLAS inside Kiln's
 // block tasks), the result materialized. Counter gflops = 2 N^3 / seconds per iteration.
+// BM_GramKiln/N/K and BM_GramOpenBlasSyrk/N/K: the upper triangle of A^T A for a K x N row-major
+// block, on one core: Kiln's Gram kernel (codegen/gram.cpp, what X^T X calls up to 256 columns)
+// and cblas_dsyrk. Counter gflops = K N (N + 1) / seconds (syrk's count).
 // KILN_BENCH_QUICK=1: N and C divided by 20.
 #include <cblas.h>
 
@@ -12,6 +15,7 @@
 #include <vector>
 
 #include "bench/bench_common.hpp"
+#include "codegen/gram.hpp"
 #include "tools/workloads.hpp"
 
 namespace {
@@ -55,6 +59,41 @@ void BM_GemmKilnChunked(benchmark::State& state) {
       benchmark::Counter(gemm_flops(n) / 1e9, benchmark::Counter::kIsIterationInvariantRate);
 }
 
+// A K x N block (the GLM Hessian's 5242-row blocks of 100 columns by default).
+std::vector<double> block(int64_t k, int64_t n) {
+  std::vector<double> a(static_cast<size_t>(k * n));
+  for (size_t i = 0; i < a.size(); ++i)
+    a[i] = static_cast<double>((i * 2654435761u) % 1000) / 500 - 1;
+  return a;
+}
+
+void BM_GramKiln(benchmark::State& state) {
+  const int64_t n = state.range(0), k = state.range(1);
+  if (!kiln::library::gram_fits(n)) return state.SkipWithError("no Gram kernel for this host/n");
+  std::vector<double> a = block(k, n), c(static_cast<size_t>(n * n));
+  for (auto _ : state) {
+    kiln::library::gram_upper(n, k, a.data(), n, c.data(), n, false);
+    benchmark::DoNotOptimize(c.data());
+  }
+  state.counters["gflops"] = benchmark::Counter(static_cast<double>(k) * n * (n + 1) / 1e9,
+                                                benchmark::Counter::kIsIterationInvariantRate);
+  state.SetLabel(kiln::library::gram_isa());
+}
+
+void BM_GramOpenBlasSyrk(benchmark::State& state) {
+  const int64_t n = state.range(0), k = state.range(1);
+  std::vector<double> a = block(k, n), c(static_cast<size_t>(n * n));
+  openblas_set_num_threads(1);
+  for (auto _ : state) {
+    cblas_dsyrk(CblasRowMajor, CblasUpper, CblasTrans, static_cast<blasint>(n),
+                static_cast<blasint>(k), 1.0, a.data(), static_cast<blasint>(n), 0.0, c.data(),
+                static_cast<blasint>(n));
+    benchmark::DoNotOptimize(c.data());
+  }
+  state.counters["gflops"] = benchmark::Counter(static_cast<double>(k) * n * (n + 1) / 1e9,
+                                                benchmark::Counter::kIsIterationInvariantRate);
+}
+
 const bool registered = [] {
   const char* quick = std::getenv("KILN_BENCH_QUICK");
   const int64_t div = quick && std::atoi(quick) != 0 ? kiln::workloads::kQuickDivisor : 1;
@@ -67,6 +106,12 @@ const bool registered = [] {
         ->Args({n / div, n / 4 / div})
         ->Unit(benchmark::kMillisecond)
         ->UseRealTime();
+  }
+  for (int64_t n : {10, 37, 100, 256}) {
+    for (auto* f : {&BM_GramKiln, &BM_GramOpenBlasSyrk})
+      benchmark::RegisterBenchmark(f == &BM_GramKiln ? "BM_GramKiln" : "BM_GramOpenBlasSyrk", f)
+          ->Args({n, 5242 / div})
+          ->Unit(benchmark::kMicrosecond);
   }
   return true;
 }();

@@ -539,11 +539,12 @@ Result newton(const Array& X, const Array& y, const Options& o) {
   const int64_t p = pr.p;
   const double c = pr.lam * pr.reg.l2_share();
   // The Hessian, gradient and loss at beta: one pass over X (X beta the row stage of the kernel
-  // that writes sqrt(w) X and sums the gradient), then syrk. The loss of each iteration's new
-  // beta comes with the next iteration's Hessian; only the last needs a compute of its own.
-  // The pass runs in row blocks of about 4 MiB of X: each block of sqrt(w) X is written and
-  // read back by syrk while still in cache (1e6 x 100 in blocks of 1e5 rows: 2.5 s for 10
-  // iterations; of 5242 rows: 2.2 s). A rechunk is a view: nothing is copied.
+  // that writes sqrt(w) X and sums the gradient), then the Gram kernel (B^T B: codegen/gram.cpp).
+  // The loss of each iteration's new beta comes with the next iteration's Hessian; only the last
+  // needs a compute of its own. The pass runs in row blocks of about 4 MiB of X: each block of
+  // sqrt(w) X is written and read back while still in cache (1e6 x 100 in blocks of 1e5 rows:
+  // 2.5 s for 10 iterations; of 5242 rows: 2.2 s, with syrk; 2621-row blocks measured no
+  // faster with the Gram kernel). A rechunk is a view: nothing is copied.
   const int64_t rows = std::max<int64_t>(1, (int64_t{1} << 19) / p);
   const bool smaller = rows < pr.X.chunks()[0][0];
   Array Xr = smaller ? pr.X.rechunk({rows, p}) : pr.X;

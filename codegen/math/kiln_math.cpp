@@ -95,6 +95,8 @@ KILN_M_VECTOR_HELPERS(V, I, (V{std::fma(a[0], b[0], c[0]), std::fma(a[1], b[1], 
 }  // namespace kiln_math_b
 #pragma GCC pop_options
 
+// Gathers (and AVX-512's conversion) through their masked forms with a defined source: the plain
+// ones hand GCC an undefined register, which -Wmaybe-uninitialized reports.
 #pragma GCC push_options
 #pragma GCC target("avx2,fma")
 namespace kiln_math_d {
@@ -104,7 +106,8 @@ typedef float F __attribute__((vector_size(32)));
 KILN_M_VECTOR_HELPERS(V, I, _mm256_fmadd_pd(a, b, c),
                       _mm256_round_pd(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC),
                       _mm256_movemask_pd(reinterpret_cast<__m256d>(m)) == 15, _mm256_sqrt_pd(x),
-                      _mm256_i32gather_pd(t, _mm256_cvttpd_epi32(i), 8))
+                      _mm256_mask_i32gather_pd(_mm256_setzero_pd(), t, _mm256_cvttpd_epi32(i),
+                                               _mm256_castsi256_pd(_mm256_set1_epi64x(-1)), 8))
 #define KILN_M_FN static inline __attribute__((always_inline))
 #include "codegen/math/kiln_math.inc"
 #undef KILN_M_FN
@@ -121,7 +124,8 @@ KILN_M_VECTOR_HELPERS(
     V, I, _mm512_fmadd_pd(a, b, c),
     _mm512_maskz_roundscale_pd(0xff, x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC),
     _mm512_test_epi64_mask(reinterpret_cast<__m512i>(m), reinterpret_cast<__m512i>(m)) == 0xff,
-    _mm512_maskz_sqrt_pd(0xff, x), _mm512_i32gather_pd(_mm512_cvttpd_epi32(i), t, 8))
+    _mm512_maskz_sqrt_pd(0xff, x),
+    _mm512_mask_i32gather_pd(_mm512_setzero_pd(), 0xff, _mm512_maskz_cvttpd_epi32(0xff, i), t, 8))
 #define KILN_M_FN static inline __attribute__((always_inline))
 #include "codegen/math/kiln_math.inc"
 #undef KILN_M_FN

@@ -779,7 +779,10 @@ class Run {
       const char* data;
       const MatrixLayout* layout;
     };
-    std::shared_ptr<void> staged[2];  // device plans: blocks copied to the host for the call
+    // Device plans: blocks copied to the host for the call; a block both operands read (a Gram
+    // product's) is copied once, so the call still sees one operand.
+    std::shared_ptr<void> staged[2];
+    int64_t staged_slot[2] = {-1, -1};
     auto region = [&](const LibraryOperand& op, const std::vector<LibraryRead>& reads, int64_t row,
                       int64_t col) -> Region {
       if (!reads.empty()) {
@@ -787,10 +790,15 @@ class Run {
         int64_t slot = r.block >= 0 ? p_.arrays[op.array].block_offset + r.block : -1;
         const void* block = slot >= 0 ? blocks_[slot].get() : nullptr;
         if (arena_ && block) {
-          auto& host = staged[&op == &l.a ? 0 : 1];
-          host = host_buffer(block_bytes_[slot]);
-          arena_->to_host(block_dev_[slot], host.get(), block, block_bytes_[slot]);
-          block = host.get();
+          const int o = &op == &l.a ? 0 : 1;
+          if (o == 1 && staged_slot[0] == slot) {
+            staged[1] = staged[0];
+          } else {
+            staged[o] = host_buffer(block_bytes_[slot]);
+            arena_->to_host(block_dev_[slot], staged[o].get(), block, block_bytes_[slot]);
+          }
+          staged_slot[o] = slot;
+          block = staged[o].get();
         }
         const char* data = static_cast<const char*>(block);
         return {data ? data + r.layout.offset * es : nullptr, &r.layout};

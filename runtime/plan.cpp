@@ -582,7 +582,8 @@ class PlanBuilder {
   // The result's block grid. LAPACK calls: one block. Products: the operands' row and column
   // chunks, rows split further into panels when a product has fewer calls than the machine has
   // cores and enough work to share (library calls run single-threaded BLAS; codegen/library.hpp).
-  // Splitting rows changes no value.
+  // Splitting rows changes no value. A Gram product keeps its blocks: its contraction is split
+  // instead (contraction_splits).
   Chunks library_chunks(const Group& grp) const {
     const Node& mm = *grp.outputs[0].value;
     if (mm.op == Op::Linalg) return single_chunks(mm.shape);
@@ -590,8 +591,7 @@ class PlanBuilder {
     int64_t k = mm.in(0)->shape[1];
     int64_t calls = grid_blocks(c) * static_cast<int64_t>(contraction_splits(mm).size() - 1);
     const int64_t cores = this->cores();
-    constexpr double kMinPanelFlops = 1 << 24;
-    if (calls >= cores || grid_blocks(c) == 0) return c;
+    if (calls >= cores || grid_blocks(c) == 0 || gram_product(mm)) return c;
     std::vector<int64_t> rows;
     for (int64_t r : c[0]) {
       double flops =
@@ -605,13 +605,37 @@ class PlanBuilder {
     return c;
   }
 
+  static constexpr double kMinPanelFlops = 1 << 24;
+
   static int64_t cores() {
     return static_cast<int64_t>(std::max(1u, std::thread::hardware_concurrency()));
   }
 
+  // Whether a product is a Gram matrix, A^T A of one operand (the first operand's base is the
+  // second's, under the transposed map). Its result block is computed as an upper triangle and
+  // mirrored (codegen/library.cpp: Kiln's Gram kernel or syrk), exactly symmetric as NumPy's; row
+  // panels would be separate GEMMs, whose mirror-image entries differ in rounding.
+  bool gram_product(const Node& mm) const {
+    if (mm.op != Op::MatMul || mm.shape[0] != mm.shape[1]) return false;
+    auto materialized = [&](const Node* x) { return f_.producer.count(x) > 0; };
+    auto a = resolve_view_base(*mm.in(0), materialized);
+    auto b = resolve_view_base(*mm.in(1), materialized);
+    if (!a || !b || a->materialized != b->materialized) return false;
+    // The same memory: one materialized array, or Buffer leaves of one slot (push_slices may
+    // have made the transpose a leaf of its own).
+    bool same = a->materialized ? a->base == b->base
+                                : a->base->op == Op::Buffer && b->base->op == Op::Buffer &&
+                                      a->base->attrs.slot == b->base->attrs.slot;
+    return same && a->map.offset == b->map.offset && a->map.strides.size() == 2 &&
+           b->map.strides.size() == 2 && a->map.strides[0] == b->map.strides[1] &&
+           a->map.strides[1] == b->map.strides[0];
+  }
+
   // Contraction splits: the union of A's column and B's row chunk boundaries (both operands are
-  // read in place, so chunks that do not align need no rechunk: the finer grid serves both).
-  static std::vector<int64_t> contraction_splits(const Node& mm) {
+  // read in place, so chunks that do not align need no rechunk: the finer grid serves both). A
+  // Gram product with fewer calls than cores has its splits divided further, as other products'
+  // rows are (library_chunks): its partials run in parallel and are summed in split order.
+  std::vector<int64_t> contraction_splits(const Node& mm) const {
     std::vector<int64_t> starts{0};
     for (const auto* c : {&mm.in(0)->chunks[1], &mm.in(1)->chunks[0]}) {
       int64_t at = 0;
@@ -620,7 +644,20 @@ class PlanBuilder {
     std::sort(starts.begin(), starts.end());
     starts.erase(std::unique(starts.begin(), starts.end()), starts.end());
     if (starts.size() == 1) starts.push_back(0);  // k == 0: one call that zero-fills
-    return starts;
+    const int64_t calls = grid_blocks(mm.chunks) * static_cast<int64_t>(starts.size() - 1);
+    if (calls == 0 || calls >= cores() || !gram_product(mm)) return starts;
+    std::vector<int64_t> finer{0};
+    for (size_t q = 0; q + 1 < starts.size(); ++q) {
+      const int64_t len = starts[q + 1] - starts[q];
+      const double flops = 2.0 * static_cast<double>(mm.shape[0]) *
+                           static_cast<double>(mm.shape[1]) * static_cast<double>(len);
+      int64_t parts = std::min<int64_t>(
+          {(cores() + calls - 1) / calls, len, static_cast<int64_t>(flops / kMinPanelFlops)});
+      parts = std::max<int64_t>(parts, 1);
+      for (int64_t p = 0; p < parts; ++p)
+        finer.push_back(finer.back() + len / parts + (p < len % parts ? 1 : 0));
+    }
+    return finer;
   }
 
   // The operand `in` of a library call, read in place (fuse made sure its layout allows it; a

@@ -200,25 +200,26 @@ TEST(Linalg, FusedEpilogueEqualsUnfusedAndNumPy) {
 
 TEST(Linalg, GramMatricesAreSymmetricAndEqualNumPys) {
   // X^T X of a buffer and of a computed array, with the contraction split over row blocks
-  // (partials, or chained on one thread): the upper triangle (Kiln's Gram kernel up to 256
-  // columns, codegen/gram.cpp; syrk beyond) and its mirror. At 300 columns the result is planned
-  // in several blocks, whose off-diagonal ones are separate GEMMs: equal to NumPy's, but not
-  // mirrored bit for bit.
-  for (int64_t n : {37, 100, 300}) {
-    NDArray x = kt::random_array(DType::Float64, {900, n}, 541);
+  // (partials, or chained on one thread), or over parts of one block when the product has fewer
+  // calls than cores (never into row panels, which would be separate GEMMs): the upper triangle
+  // (Kiln's Gram kernel up to 256 columns, codegen/gram.cpp; syrk beyond) and its mirror, so
+  // exactly symmetric, as NumPy's.
+  for (auto [m, n] : {std::pair<int64_t, int64_t>{900, 37}, {900, 100}, {900, 300}, {6000, 64}}) {
+    NDArray x = kt::random_array(DType::Float64, {m, n}, 541);
     auto want = kt::numpy({{"x", x}}, {"x.T @ x", "np.exp(x / 4).T @ np.exp(x / 4)"});
     for (int threads : {1, 2})
-      for (int64_t rows : {900, 200}) {
+      for (int64_t rows : {m, int64_t{200}}) {
         Array X = lazy(x, {rows, n}), E = exp(X / 4.0);
         ComputeOptions opt;
         opt.threads = threads;
         std::vector<NDArray> got = compute({matmul(X.T(), X), matmul(E.T(), E)}, opt);
         for (int q = 0; q < 2; ++q) {
           EXPECT_TRUE(same(got[q], want[q], 1e-12, 1e-12))
-              << n << " " << q << " " << rows << " " << threads;
-          for (int64_t i = 0; i < n && n <= 256; ++i)
+              << m << "x" << n << " " << q << " " << rows << " " << threads;
+          for (int64_t i = 0; i < n; ++i)
             for (int64_t j = 0; j < i; ++j)
-              ASSERT_EQ(got[q].at(i * n + j), got[q].at(j * n + i)) << q << " " << i << " " << j;
+              ASSERT_EQ(got[q].at(i * n + j), got[q].at(j * n + i))
+                  << m << "x" << n << " " << q << " " << rows << " " << i << " " << j;
         }
       }
   }

@@ -8,6 +8,8 @@
 // BM_GramKiln/N/K and BM_GramOpenBlasSyrk/N/K: the upper triangle of A^T A for a K x N row-major
 // block, on one core: Kiln's Gram kernel (codegen/gram.cpp, what X^T X calls up to 256 columns)
 // and cblas_dsyrk. Counter gflops = K N (N + 1) / seconds (syrk's count).
+// BM_GramProductKiln/K/N: kiln::matmul(x.T(), x) for a resident K x N x in one chunk, on every
+// core (the product's contraction split into parallel partials, each an upper triangle).
 // KILN_BENCH_QUICK=1: N and C divided by 20.
 #include <cblas.h>
 
@@ -94,6 +96,20 @@ void BM_GramOpenBlasSyrk(benchmark::State& state) {
                                                 benchmark::Counter::kIsIterationInvariantRate);
 }
 
+void BM_GramProductKiln(benchmark::State& state) {
+  kiln::bench::init_env();
+  const int64_t k = state.range(0), n = state.range(1);
+  std::vector<double> a = block(k, n);
+  kiln::Array x = kiln::from_buffer(a.data(), {k, n}, {k, n});
+  kiln::Array g = kiln::matmul(x.T(), x);
+  kiln::ComputeOptions opt;
+  opt.progress = false;
+  kiln::bench::compute_and_stats({g}, opt);  // plan and compile outside the timing
+  for (auto _ : state) kiln::bench::compute_and_stats({g}, opt);
+  state.counters["gflops"] = benchmark::Counter(static_cast<double>(k) * n * (n + 1) / 1e9,
+                                                benchmark::Counter::kIsIterationInvariantRate);
+}
+
 const bool registered = [] {
   const char* quick = std::getenv("KILN_BENCH_QUICK");
   const int64_t div = quick && std::atoi(quick) != 0 ? kiln::workloads::kQuickDivisor : 1;
@@ -113,6 +129,11 @@ const bool registered = [] {
           ->Args({n, 5242 / div})
           ->Unit(benchmark::kMicrosecond);
   }
+  for (int64_t n : {100, 400})
+    benchmark::RegisterBenchmark("BM_GramProductKiln", BM_GramProductKiln)
+        ->Args({200000 / div, n})
+        ->Unit(benchmark::kMillisecond)
+        ->UseRealTime();
   return true;
 }();
 

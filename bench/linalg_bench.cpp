@@ -24,12 +24,15 @@ namespace {
 
 double gemm_flops(int64_t n) { return 2.0 * static_cast<double>(n) * static_cast<double>(n) * n; }
 
-std::vector<double> matrix(int64_t n) {
-  std::vector<double> a(static_cast<size_t>(n * n));
+// A K x N block (the GLM Hessian's 5242-row blocks of 100 columns by default).
+std::vector<double> block(int64_t k, int64_t n) {
+  std::vector<double> a(static_cast<size_t>(k * n));
   for (size_t i = 0; i < a.size(); ++i)
     a[i] = static_cast<double>((i * 2654435761u) % 1000) / 500 - 1;
   return a;
 }
+
+std::vector<double> matrix(int64_t n) { return block(n, n); }
 
 void BM_GemmOneOpenBlasCall(benchmark::State& state) {
   const int64_t n = state.range(0);
@@ -59,14 +62,6 @@ void BM_GemmKilnChunked(benchmark::State& state) {
   for (auto _ : state) kiln::bench::compute_and_stats({y}, opt);
   state.counters["gflops"] =
       benchmark::Counter(gemm_flops(n) / 1e9, benchmark::Counter::kIsIterationInvariantRate);
-}
-
-// A K x N block (the GLM Hessian's 5242-row blocks of 100 columns by default).
-std::vector<double> block(int64_t k, int64_t n) {
-  std::vector<double> a(static_cast<size_t>(k * n));
-  for (size_t i = 0; i < a.size(); ++i)
-    a[i] = static_cast<double>((i * 2654435761u) % 1000) / 500 - 1;
-  return a;
 }
 
 void BM_GramKiln(benchmark::State& state) {

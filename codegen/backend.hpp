@@ -19,7 +19,9 @@ enum class MemorySpace : uint8_t { Host, Device };
 struct Capabilities {
   bool jit = false;          // compiles machine code (false: interprets the kernel IR)
   bool vector_math = false;  // transcendentals evaluated several lanes at a time (libmvec)
-  bool float64 = true;       // float64 arithmetic at full speed
+  char vector_isa =
+      0;  // host code's widest x86 vector ISA: 'e' AVX-512, 'd' AVX2, 'b' SSE4 (0: n/a)
+  bool float64 = true;                     // float64 arithmetic at full speed
   MemorySpace memory = MemorySpace::Host;  // where launch() expects block arguments to live
   int64_t preferred_block_elements = 0;    // a block size it runs well with (0: no preference)
 };

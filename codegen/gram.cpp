@@ -19,10 +19,9 @@
 #include <immintrin.h>
 
 #include <algorithm>
-#include <string>
 #include <vector>
 
-#include "support/flags.hpp"
+#include "codegen/backend.hpp"
 
 #pragma GCC diagnostic ignored "-Wpsabi"
 
@@ -203,22 +202,19 @@ void gram_tiles(int64_t n, int64_t k, const double* a, int64_t lda, double* c, i
 
 enum class Isa { none, avx2, avx512 };
 
-Isa choose() {
-  __builtin_cpu_init();
-  const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-  const bool avx512 = avx2 && __builtin_cpu_supports("avx512f");
-  const std::string& t = flags().target_cpu;
-  if (t == "x86-64" || t == "x86-64-v2" || t == "nehalem" || t == "westmere" ||
-      t == "sandybridge" || t == "ivybridge" || t == "btver2" || t == "bdver1")
-    return Isa::none;
-  if (t == "x86-64-v3" || t == "haswell" || t == "broadwell" || t == "skylake" || t == "znver1" ||
-      t == "znver2" || t == "znver3" || t == "alderlake")
-    return avx2 ? Isa::avx2 : Isa::none;
-  return avx512 ? Isa::avx512 : avx2 ? Isa::avx2 : Isa::none;
-}
-
+// The widest vector ISA of the CPU kernels' target (the JIT's: the host's, or KILN_TARGET_CPU's),
+// the same rule that picks their libmvec variant; starts the JIT.
 Isa isa() {
-  static const Isa i = choose();
+  static const Isa i = [] {
+    switch (backend::backend_for(Device::Cpu).capabilities().vector_isa) {
+      case 'e':
+        return Isa::avx512;
+      case 'd':
+        return Isa::avx2;
+      default:
+        return Isa::none;
+    }
+  }();
   return i;
 }
 

@@ -8,8 +8,8 @@
 namespace kiln::library {
 
 // Which Gram kernel gram_upper would run: "avx512", "avx2" or "" (none: the caller uses BLAS).
-// The widest the host has, no wider than KILN_TARGET_CPU's (x86-64-v3: AVX2; x86-64-v2 and
-// other non-AVX2 names: none), so the narrower variant is tested on wider hosts.
+// The CPU kernels' vector ISA (the cpu backend's Capabilities::vector_isa: the host's, or
+// KILN_TARGET_CPU's; x86-64-v3 gives AVX2), so the narrower variant is tested on wider hosts.
 const char* gram_isa();
 
 // Whether gram_upper takes an n-column operand (and an ISA is available).

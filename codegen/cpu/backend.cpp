@@ -26,6 +26,7 @@ class CpuBackend final : public backend::Backend {
     backend::Capabilities c;
     c.jit = true;
     c.vector_math = !math_mode().precise;
+    c.vector_isa = math_mode().isa;
     c.preferred_block_elements = 1 << 20;  // blocks of ~8 MB of float64 stream well on 2-16 cores
     return c;
   }

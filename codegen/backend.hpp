@@ -77,6 +77,22 @@ class Combiner {
                        size_t index_offset) const = 0;
 };
 
+// Matrix products in a device's memory (DeviceMemory backends): library GEMM tasks run where
+// their operands are instead of on copies on the host. The contract of library::gemm and
+// library::add_into (codegen/library.hpp: row-major, leading dimensions in elements, A^T A
+// exactly symmetric), with every pointer in `device`'s memory. Thread-safe; a call's result is
+// ordered before any later launch or copy on that device. Throws kiln::Error naming the call.
+class DeviceBlas {
+ public:
+  virtual ~DeviceBlas() = default;
+  virtual void gemm(int device, DType t, bool trans_a, bool trans_b, int64_t m, int64_t n,
+                    int64_t k, const void* a, int64_t lda, const void* b, int64_t ldb, void* c,
+                    int64_t ldc, bool accumulate) = 0;
+  virtual void add_into(int device, DType t, int64_t m, int64_t n, void* c, int64_t ldc,
+                        const void* p) = 0;
+  virtual std::string name() const = 0;  // for --emit-ir: "cuBLAS", ...
+};
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -94,6 +110,9 @@ class Backend {
   // runtime folds partials where they are); host backends return nullptr. Throws kiln::Error
   // when it cannot be compiled.
   virtual std::shared_ptr<const Combiner> combiner(ReduceFn, DType) { return nullptr; }
+  // Backends with device memory may run GEMM library calls there; nullptr: library calls run on
+  // the host, on copies of their operands.
+  virtual DeviceBlas* blas() { return nullptr; }
 };
 
 // The backend of a device (Default resolved first). Backends live for the process.

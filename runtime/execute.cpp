@@ -445,15 +445,20 @@ class Run {
     for (size_t a = 0; a < n; ++a) {
       const PlanArray& arr = p_.arrays[a];
       host_homed_[a] =
-          !arr.blocked && (!arr.host_because.empty() || (ndev_ > 1 && arr.kernel_stored));
+          !arr.blocked && (!arr.host_because.empty() || (ndev_ > 1 && arr.device_stored));
     }
     size_t slots = params_.size() * static_cast<size_t>(ndev_);
     slot_lo_.assign(slots, std::numeric_limits<int64_t>::max());
     slot_hi_.assign(slots, std::numeric_limits<int64_t>::min());
     slot_es_.assign(params_.size(), 0);
     slot_rep_.resize(slots);
+    blas_ = be.blas();
+    library_dpart_.resize(static_cast<size_t>(p_.library_partials));
     for (const PlanGroup& g : p_.groups) {
-      if (g.library >= 0) continue;
+      if (g.library >= 0) {
+        library_slot_ranges(g);
+        continue;
+      }
       const kir::Kernel& k = g.lowered.kernel;
       for (size_t l = 0; l < k.leaves.size(); ++l) {
         const LeafBinding& b = g.lowered.leaves[l];
@@ -476,6 +481,30 @@ class Run {
           slot_lo_[at] = std::min(slot_lo_[at], first);
           slot_hi_[at] = std::max(slot_hi_[at], last);
         }
+      }
+    }
+  }
+
+  // The elements of Buffer leaves that GEMM calls on the devices read in place, for the device
+  // of each result block: A's rows of the block, B's columns (positive strides, all of k).
+  void library_slot_ranges(const PlanGroup& g) {
+    const PlanLibrary& l = p_.libraries[g.library];
+    if (!blas_ || l.op != Op::MatMul || l.k == 0) return;
+    for (int64_t block = 0; block < g.blocks; ++block) {
+      int64_t lo[2], ext[2];
+      p_.block_box(g, block, lo, ext);
+      if (ext[0] == 0 || ext[1] == 0) continue;
+      const int dev = device_of(g, block);
+      for (const LibraryOperand* op : {&l.a, &l.b}) {
+        if (op->array >= 0 || op->slot < 0) continue;
+        const bool is_a = op == &l.a;
+        const int64_t r0 = is_a ? lo[0] : 0, r1 = is_a ? lo[0] + ext[0] - 1 : l.k - 1;
+        const int64_t c0 = is_a ? 0 : lo[1], c1 = is_a ? l.k - 1 : lo[1] + ext[1] - 1;
+        const MatrixLayout& m = op->layout;
+        const size_t at = slot_at(op->slot, dev);
+        slot_es_[op->slot] = dtype_size(l.dtype);
+        slot_lo_[at] = std::min(slot_lo_[at], m.offset + r0 * m.row_stride + c0 * m.col_stride);
+        slot_hi_[at] = std::max(slot_hi_[at], m.offset + r1 * m.row_stride + c1 * m.col_stride);
       }
     }
   }
@@ -769,6 +798,7 @@ class Run {
     const PlanGroup& g = p_.groups[task.group];
     const PlanLibrary& l = p_.libraries[g.library];
     if (l.op == Op::Linalg) return run_lapack(task, l);
+    if (blas_) return run_library_on_device(task, l);
     int64_t lo[2], ext[2];
     p_.block_box(g, task.block, lo, ext);
     int64_t k0 = l.k_starts[task.split], kn = l.k_starts[task.split + 1] - k0;
@@ -828,6 +858,90 @@ class Run {
     return ext[0] * ext[1] * static_cast<int64_t>(es);
   }
 
+  // One GEMM call of a library task on the device of its block (device_of), through the
+  // backend's DeviceBlas: operands where they are (a streamed block made on another device, a
+  // whole array or a Buffer leaf copied to this device first, as for kernels), the result into
+  // the device's replica of the result array or into a partial on the device. A host-homed
+  // result (several devices) gets the block's box back once the block is final.
+  int64_t run_library_on_device(const PlanTask& task, const PlanLibrary& l) {
+    const PlanGroup& g = p_.groups[task.group];
+    int64_t lo[2], ext[2];
+    p_.block_box(g, task.block, lo, ext);
+    const int dev = device_of(g, task.block);
+    const int64_t k0 = l.k_starts[task.split], kn = l.k_starts[task.split + 1] - k0;
+    const size_t es = dtype_size(l.dtype);
+    const size_t read = static_cast<size_t>(task.block * (l.k_starts.size() - 1) + task.split);
+    std::shared_ptr<void> held[2];
+    int64_t held_slot[2] = {-1, -1};
+    struct Region {
+      const char* data;
+      const MatrixLayout* layout;
+    };
+    auto region = [&](const LibraryOperand& op, const std::vector<LibraryRead>& reads, int64_t row,
+                      int64_t col) -> Region {
+      const int o = &op == &l.a ? 0 : 1;
+      if (!reads.empty()) {
+        const LibraryRead& r = reads[read];
+        if (r.block < 0) return {nullptr, &r.layout};
+        const int64_t slot = p_.arrays[op.array].block_offset + r.block;
+        const void* block = blocks_[slot].get();
+        if (block_dev_[slot] != dev) {  // one copy when both operands read it (a Gram product)
+          if (o == 1 && held_slot[0] == slot) {
+            held[1] = held[0];
+          } else {
+            held[o] = arena_->buffer(dev, block_bytes_[slot]);
+            arena_->between(dev, held[o].get(), block_dev_[slot], block, block_bytes_[slot]);
+          }
+          held_slot[o] = slot;
+          block = held[o].get();
+        }
+        return {static_cast<const char*>(block) + r.layout.offset * static_cast<int64_t>(es),
+                &r.layout};
+      }
+      const MatrixLayout& m = op.layout;
+      const char* base;
+      int64_t first = 0;
+      if (op.array >= 0) {
+        base = static_cast<const char*>(read_replica(op.array, dev));
+      } else {
+        auto [ptr, f] = slot_on(op.slot, dev);
+        base = static_cast<const char*>(ptr);
+        first = f;
+      }
+      return {base + (m.offset - first + row * m.row_stride + col * m.col_stride) *
+                         static_cast<int64_t>(es),
+              &m};
+    };
+    Region a = region(l.a, l.a_reads, lo[0], k0), b = region(l.b, l.b_reads, k0, lo[1]);
+    void* c;
+    int64_t ldc;
+    if (task.partial_out < 0) {
+      c = static_cast<char*>(write_replica(l.out, dev)) + (l.out_offset + lo[0] * l.n + lo[1]) * es;
+      ldc = l.n;
+    } else {
+      std::shared_ptr<void> d = arena_->buffer(dev, static_cast<size_t>(ext[0] * ext[1]) * es);
+      c = d.get();
+      library_dpart_[task.partial_out] = std::move(d);
+      ldc = ext[1];
+    }
+    blas_->gemm(dev, l.dtype, a.layout->transposed, b.layout->transposed, ext[0], ext[1], kn,
+                a.data, a.layout->ld, b.data, b.layout->ld, c, ldc, l.chained && task.split > 0);
+    const int64_t splits = static_cast<int64_t>(l.k_starts.size()) - 1;
+    if (task.partial_out < 0 && (splits == 1 || (l.chained && task.split == splits - 1)))
+      download_library_box(l, dev, lo, ext);
+    release_reads(task);
+    return ext[0] * ext[1] * static_cast<int64_t>(es);
+  }
+
+  // A final block of a library result on device dev to the host, where the array is host-homed.
+  void download_library_box(const PlanLibrary& l, int dev, const int64_t* lo, const int64_t* ext) {
+    if (!host_homed_[l.out]) return;
+    ensure_array(l.out);
+    const int64_t strides[2] = {l.n, 1};
+    download_box(dev, data_[l.out].get(), write_replica(l.out, dev), dtype_size(l.dtype),
+                 l.out_offset + lo[0] * l.n + lo[1], 2, ext, strides);
+  }
+
   // A library operand's memory (rows x cols under its layout): a materialized array or a Buffer
   // leaf's pointer; a Buffer in device memory is copied to the host once per run, what the
   // layout reaches of it.
@@ -878,6 +992,17 @@ class Run {
     int64_t lo[2], ext[2];
     p_.block_box(g, task.block, lo, ext);
     const size_t es = dtype_size(l.dtype);
+    if (blas_) {  // on the device of the block's calls
+      const int dev = device_of(g, task.block);
+      void* c =
+          static_cast<char*>(write_replica(l.out, dev)) + (l.out_offset + lo[0] * l.n + lo[1]) * es;
+      for (int id : task.partials_in) {
+        blas_->add_into(dev, l.dtype, ext[0], ext[1], c, l.n, library_dpart_[id].get());
+        library_dpart_[id].reset();
+      }
+      download_library_box(l, dev, lo, ext);
+      return ext[0] * ext[1] * static_cast<int64_t>(es);
+    }
     void* c = static_cast<char*>(data_[l.out].get()) + (l.out_offset + lo[0] * l.n + lo[1]) * es;
     for (int id : task.partials_in) {
       library::add_into(l.dtype, ext[0], ext[1], c, l.n, library_partial_[id]);
@@ -1048,7 +1173,9 @@ class Run {
   std::mutex ready_mu_;  // guards ready_ when several threads run
   ReadySet ready_;
   std::vector<void*> partial_;
-  std::vector<void*> library_partial_;  // Library tasks' partials, until their LibrarySum
+  std::vector<void*> library_partial_;   // Library tasks' partials, until their LibrarySum
+  backend::DeviceBlas* blas_ = nullptr;  // device plans: GEMM calls on the devices
+  std::vector<std::shared_ptr<void>> library_dpart_;  // their partials, on the devices
   // Device plans (start_devices): the arena, and where arrays, blocks and Buffer leaves are.
   std::unique_ptr<DeviceArena> arena_;
   int ndev_ = 1;

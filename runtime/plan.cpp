@@ -254,6 +254,7 @@ std::string storage_summary(const Plan& p) {
                                std::to_string(l.out_offset) + " (no copy)\n";
   };
   const bool device = backend::backend_for(p.device).memory() != nullptr;
+  backend::DeviceBlas* blas = device ? backend::backend_for(p.device).blas() : nullptr;
   std::string s = "storage of materialized arrays:\n";
   for (const PlanArray& a : p.arrays) {
     s += "  " + node_label(*a.node) + ": " +
@@ -295,7 +296,7 @@ std::string storage_summary(const Plan& p) {
          (l.k_starts.size() <= 2 ? ""
           : l.chained            ? ", each adding to the block in split order"
                                  : ", in parallel into partials added in split order") +
-         ")\n";
+         ")" + (blas ? ", on the devices (" + blas->name() + ")" : "") + "\n";
     for (const LibraryOperand* op : {&l.a, &l.b})
       s += std::string("  ") + (op == &l.a ? "A" : "B") + ": " + op->from + ", read in place" +
            (op->layout.transposed ? " with the transpose flag" : "") + " (ld " +
@@ -829,10 +830,15 @@ class PlanBuilder {
 };
 
 // Device plans: which arrays must live on the host, and why (the executor's "device plans").
-void place_on_devices(Plan& p) {
+// GEMM calls run on the devices when the backend has DeviceBlas; LAPACK calls on the host.
+void place_on_devices(Plan& p, bool device_blas) {
   for (const PlanReduce& r : p.reduces)
     p.arrays[r.array].host_because = "a reduction result: partials are combined on the host";
   for (const PlanLibrary& l : p.libraries) {
+    if (device_blas && l.op == Op::MatMul) {
+      p.arrays[l.out].device_stored = true;
+      continue;
+    }
     p.arrays[l.out].host_because = "the result of a library call, which runs on the host";
     for (const auto& [op, reads] : {std::pair{&l.a, &l.a_reads}, std::pair{&l.b, &l.b_reads}})
       if (op->array >= 0 && reads->empty())
@@ -841,7 +847,7 @@ void place_on_devices(Plan& p) {
   for (const PlanGroup& g : p.groups) {
     if (g.library >= 0) continue;
     for (size_t o = 0; o < g.lowered.kernel.outputs.size(); ++o)
-      if (!g.lowered.kernel.outputs[o].reduce) p.arrays[g.output_arrays[o]].kernel_stored = true;
+      if (!g.lowered.kernel.outputs[o].reduce) p.arrays[g.output_arrays[o]].device_stored = true;
   }
 }
 
@@ -853,7 +859,7 @@ std::unique_ptr<Plan> build_plan(FusedGraph fused, Device device, std::ostream* 
   plan->fused = std::move(fused);
   backend::Backend& be = backend::backend_for(plan->device);
   PlanBuilder(*plan, be, kernel_dump).run();
-  if (be.memory()) place_on_devices(*plan);
+  if (be.memory()) place_on_devices(*plan, be.blas() != nullptr);
   return plan;
 }
 

@@ -34,9 +34,10 @@ struct PlanArray {
   std::string whole_because;       // not blocked: why (for --emit-ir)
   // Device plans (the backend has DeviceMemory), arrays that are not blocked: why the array's
   // home is the host ("": it stays on the device that writes it, with one device), and whether
-  // kernel blocks store into it (with several devices such arrays are assembled on the host).
+  // tasks on devices store into it (kernel blocks, GEMM calls on a backend with DeviceBlas; with
+  // several devices such arrays are assembled on the host).
   std::string host_because;
-  bool kernel_stored = false;
+  bool device_stored = false;
 };
 
 // Where a kernel block reads a blocked array: one block of it, under a map local to that block

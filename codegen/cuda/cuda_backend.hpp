@@ -17,4 +17,11 @@ std::unique_ptr<backend::Backend> make_device_backend();
 // Whether a CUDA driver with at least one device can be loaded; if not, why.
 bool cuda_device_present(std::string* why);
 
+// Whether cuBLAS loads with every function the GPU's GEMM calls use (no GPU needed); if not, why.
+bool cublas_available(std::string* why);
+
+// The CUDA source of the kernel that mirrors a Gram product's triangle on a GPU (for tests that
+// compile it with NVRTC).
+std::string gram_mirror_source();
+
 }  // namespace kiln::cuda

@@ -12,7 +12,9 @@
 #include <dlfcn.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
+#include <initializer_list>
 #include <map>
 #include <mutex>
 #include <unordered_map>
@@ -55,6 +57,7 @@ struct Driver {
   CUresult (*dtoh)(void*, CUdeviceptr, size_t) = nullptr;
   CUresult (*peer)(CUdeviceptr, CUcontext, CUdeviceptr, CUcontext, size_t) = nullptr;
   CUresult (*memset8)(CUdeviceptr, unsigned char, size_t) = nullptr;
+  CUresult (*memset2d8)(CUdeviceptr, size_t, unsigned char, size_t, size_t) = nullptr;
   CUresult (*load_data)(CUmodule*, const void*) = nullptr;
   CUresult (*get_function)(CUfunction*, CUmodule, const char*) = nullptr;
   CUresult (*launch)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
@@ -99,7 +102,8 @@ const Driver& driver() {
         bind(h, "cuCtxSetCurrent", &x.set_current) && bind(h, "cuMemAlloc_v2", &x.mem_alloc) &&
         bind(h, "cuMemFree_v2", &x.mem_free) && bind(h, "cuMemcpyHtoD_v2", &x.htod) &&
         bind(h, "cuMemcpyDtoH_v2", &x.dtoh) && bind(h, "cuMemcpyPeer", &x.peer) &&
-        bind(h, "cuMemsetD8_v2", &x.memset8) && bind(h, "cuModuleLoadData", &x.load_data) &&
+        bind(h, "cuMemsetD8_v2", &x.memset8) && bind(h, "cuMemsetD2D8_v2", &x.memset2d8) &&
+        bind(h, "cuModuleLoadData", &x.load_data) &&
         bind(h, "cuModuleGetFunction", &x.get_function) && bind(h, "cuLaunchKernel", &x.launch);
     if (!ok) x.why = "libcuda.so.1 lacks a function Kiln calls (a driver older than CUDA 4?)";
     return x;
@@ -226,6 +230,191 @@ class GpuCombiner final : public backend::Combiner {
   DeviceFunction function_;
 };
 
+// cuBLAS (libcublas, loaded with dlopen like the driver; its types as cublas_api.h declares
+// them). Entry points with 32-bit dimensions, which CUDA 12 and 13 both export.
+using CublasHandle = struct cublasContext*;
+constexpr int kOpN = 0, kOpT = 1, kFillUpper = 1;  // CUBLAS_OP_N, CUBLAS_OP_T, ..._FILL_MODE_UPPER
+
+template <class T>
+struct CublasFns {
+  int (*gemm)(CublasHandle, int, int, int, int, int, const T*, const T*, int, const T*, int,
+              const T*, T*, int) = nullptr;
+  int (*geam)(CublasHandle, int, int, int, int, const T*, const T*, int, const T*, const T*, int,
+              T*, int) = nullptr;
+  int (*syrk)(CublasHandle, int, int, int, int, const T*, const T*, int, const T*, T*,
+              int) = nullptr;
+};
+
+struct Cublas {
+  int (*create)(CublasHandle*) = nullptr;
+  CublasFns<double> d;
+  CublasFns<float> s;
+  std::string why;  // empty: loaded
+};
+
+const Cublas& cublas() {
+  static Cublas c = [] {
+    Cublas x;
+    std::vector<std::string> paths = {"libcublas.so.13", "libcublas.so.12", "libcublas.so"};
+    for (const char* env : {"CUDA_HOME", "CUDA_PATH"})
+      if (const char* h = std::getenv(env)) paths.push_back(std::string(h) + "/lib64/libcublas.so");
+    paths.push_back("/usr/local/cuda/lib64/libcublas.so");
+    void* h = nullptr;
+    for (const auto& p : paths)
+      if ((h = dlopen(p.c_str(), RTLD_NOW | RTLD_LOCAL))) break;
+    if (!h) {
+      x.why = "cuBLAS not found (tried";
+      for (const auto& p : paths) x.why += " " + p;
+      x.why += ")";
+      return x;
+    }
+    bool ok = bind(h, "cublasCreate_v2", &x.create) && bind(h, "cublasDgemm_v2", &x.d.gemm) &&
+              bind(h, "cublasSgemm_v2", &x.s.gemm) && bind(h, "cublasDgeam", &x.d.geam) &&
+              bind(h, "cublasSgeam", &x.s.geam) && bind(h, "cublasDsyrk_v2", &x.d.syrk) &&
+              bind(h, "cublasSsyrk_v2", &x.s.syrk);
+    if (!ok) x.why = "cuBLAS lacks a function Kiln calls";
+    return x;
+  }();
+  return c;
+}
+
+void check_cublas(int status, const char* call) {
+  if (status != 0)
+    throw Error(std::string("device cuda: ") + call + " failed (cuBLAS status " +
+                std::to_string(status) + ")");
+}
+
+// Copies the lower triangle of a row-major n x n matrix (leading dimension ldc, 8- or 4-byte
+// elements) onto its upper one: the mirror of a Gram product that syrk computed one half of.
+const char* const kMirrorSource = R"(
+template <class T>
+__device__ void kiln_mirror(long long n, T* c, long long ldc) {
+  long long stride = (long long)gridDim.x * blockDim.x;
+  for (long long t = blockIdx.x * (long long)blockDim.x + threadIdx.x; t < n * n; t += stride) {
+    long long i = t / n, j = t - i * n;
+    if (i > j) c[j * ldc + i] = c[i * ldc + j];
+  }
+}
+extern "C" __global__ void kiln_mirror8(long long n, unsigned long long* c, long long ldc) {
+  kiln_mirror(n, c, ldc);
+}
+extern "C" __global__ void kiln_mirror4(long long n, unsigned int* c, long long ldc) {
+  kiln_mirror(n, c, ldc);
+}
+)";
+
+// Matrix products on a GPU through cuBLAS, on the legacy default stream like every launch and
+// copy (so they are ordered with them). Row-major C = op(A) op(B) is column-major C^T =
+// op(B)^T op(A)^T: the operands swap and the transpose flags stay. A^T A (one operand) is syrk
+// into one triangle and a mirror kernel, exactly symmetric as on the CPU. One handle per device,
+// calls on it one at a time.
+class GpuBlas final : public backend::DeviceBlas {
+ public:
+  explicit GpuBlas(Gpus& gpus)
+      : gpus_(gpus),
+        mirror8_(kMirrorSource, "kiln_mirror8", gpus),
+        mirror4_(kMirrorSource, "kiln_mirror4", gpus),
+        devices_(static_cast<size_t>(gpus.count())) {}
+
+  void gemm(int device, DType t, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
+            const void* a, int64_t lda, const void* b, int64_t ldb, void* c, int64_t ldc,
+            bool accumulate) override {
+    if (m == 0 || n == 0) return;
+    check_dims("GEMM", {m, n, k, lda, ldb, ldc});
+    PerDevice& d = handle(device);  // makes the device current
+    std::lock_guard<std::mutex> lock(d.mu);
+    const size_t es = dtype_size(t);
+    if (k == 0) {  // an empty sum: zeros, or C unchanged
+      if (!accumulate)
+        check(driver().memset2d8(dptr(c), static_cast<size_t>(ldc) * es, 0,
+                                 static_cast<size_t>(n) * es, static_cast<size_t>(m)),
+              "cuMemsetD2D8");
+      return;
+    }
+    const bool gram = trans_a && !trans_b && a == b && lda == ldb && m == n;
+    auto run = [&](auto one, const auto& f) {
+      using T = decltype(one);
+      const T beta = accumulate ? T(1) : T(0);
+      const T* A = static_cast<const T*>(a);
+      const T* B = static_cast<const T*>(b);
+      T* C = static_cast<T*>(c);
+      if (gram) {
+        check_cublas(f.syrk(d.handle, kFillUpper, kOpN, int(m), int(k), &one, A, int(lda), &beta, C,
+                            int(ldc)),
+                     "cublas syrk");
+        mirror(device, es, m, c, ldc);
+      } else {
+        check_cublas(f.gemm(d.handle, trans_b ? kOpT : kOpN, trans_a ? kOpT : kOpN, int(n), int(m),
+                            int(k), &one, B, int(ldb), A, int(lda), &beta, C, int(ldc)),
+                     "cublas gemm");
+      }
+    };
+    if (t == DType::Float64)
+      run(1.0, cublas().d);
+    else if (t == DType::Float32)
+      run(1.0f, cublas().s);
+    else
+      throw InternalError("device cuda: GEMM of " + std::string(dtype_name(t)));
+  }
+
+  void add_into(int device, DType t, int64_t m, int64_t n, void* c, int64_t ldc,
+                const void* p) override {
+    if (m == 0 || n == 0) return;
+    check_dims("a partial product's sum", {m, n, ldc});
+    PerDevice& d = handle(device);
+    std::lock_guard<std::mutex> lock(d.mu);
+    auto run = [&](auto one, const auto& f) {  // C = 1 C + 1 P, in place (geam allows C == A)
+      using T = decltype(one);
+      T* C = static_cast<T*>(c);
+      check_cublas(f.geam(d.handle, kOpN, kOpN, int(n), int(m), &one, C, int(ldc), &one,
+                          static_cast<const T*>(p), int(n), C, int(ldc)),
+                   "cublas geam");
+    };
+    if (t == DType::Float64)
+      run(1.0, cublas().d);
+    else
+      run(1.0f, cublas().s);
+  }
+
+  std::string name() const override { return "cuBLAS"; }
+
+ private:
+  struct PerDevice {
+    std::mutex mu;
+    CublasHandle handle = nullptr;
+  };
+
+  PerDevice& handle(int device) {
+    gpus_.use(device);
+    PerDevice& d = devices_.at(static_cast<size_t>(device));
+    std::lock_guard<std::mutex> lock(d.mu);
+    if (!d.handle) check_cublas(cublas().create(&d.handle), "cublasCreate");
+    return d;
+  }
+
+  void mirror(int device, size_t es, int64_t n, void* c, int64_t ldc) const {
+    CUfunction fn = (es == 8 ? mirror8_ : mirror4_).get(device);
+    long long count = n, ld = ldc;
+    CUdeviceptr cp = dptr(c);
+    void* params[] = {&count, &cp, &ld};
+    auto grid = static_cast<unsigned>(std::min<int64_t>((n * n + 255) / 256, 1024));
+    check(driver().launch(fn, grid, 1, 1, 256, 1, 1, 0, nullptr, params, nullptr),
+          "cuLaunchKernel (Gram mirror)");
+  }
+
+  static void check_dims(const char* what, std::initializer_list<int64_t> dims) {
+    for (int64_t v : dims)
+      if (v > 2147483647)
+        throw Error(std::string("device cuda: ") + what +
+                    " has a dimension or leading dimension beyond cuBLAS's 32-bit integers (" +
+                    std::to_string(v) + ")");
+  }
+
+  Gpus& gpus_;
+  DeviceFunction mirror8_, mirror4_;
+  std::vector<PerDevice> devices_;
+};
+
 // Per-thread, per-device launch buffers: the I, F, P arrays, the status word and the scratch,
 // grown as needed and kept for the thread (freed never: a few KiB per thread and device).
 struct LaunchBuffers {
@@ -305,6 +494,8 @@ class GpuBackend final : public backend::Backend {
     return c;
   }
   backend::DeviceMemory* memory() override { return &gpus_; }
+  // Without cuBLAS, GEMM library calls run on the host, on copies (as LAPACK's do).
+  backend::DeviceBlas* blas() override { return cublas().why.empty() ? &blas_ : nullptr; }
   std::shared_ptr<const backend::Combiner> combiner(ReduceFn fn, DType acc) override {
     std::lock_guard<std::mutex> lock(mu_);
     auto key = std::make_pair(fn, acc);
@@ -347,12 +538,20 @@ class GpuBackend final : public backend::Backend {
 
  private:
   Gpus gpus_;
+  GpuBlas blas_{gpus_};
   mutable std::mutex mu_;
   backend::CompileStats stats_;
   std::map<std::pair<ReduceFn, DType>, std::shared_ptr<const backend::Combiner>> combiners_;
 };
 
 }  // namespace
+
+bool cublas_available(std::string* why) {
+  if (why) *why = cublas().why;
+  return cublas().why.empty();
+}
+
+std::string gram_mirror_source() { return kMirrorSource; }
 
 bool cuda_device_present(std::string* why) {
   const Driver& d = driver();

@@ -23,6 +23,7 @@
 #include "codegen/cuda/cuda_printer.hpp"
 #include "codegen/cuda/nvrtc.hpp"
 #include "codegen/kernel_support.hpp"
+#include "codegen/library.hpp"
 #include "codegen/vector_math.hpp"
 #include "support/error.hpp"
 #include "support/flags.hpp"
@@ -99,6 +100,43 @@ class EmuMemory final : public backend::DeviceMemory {
   }
   mutable std::mutex mu_;
   std::map<uintptr_t, std::pair<size_t, int>> live_;  // start -> bytes, device
+};
+
+// Matrix products on the emulated devices: the host BLAS (library::gemm, the CPU's calls, so the
+// same bits) on the emulated memory, after checking that every operand's extent lies in the
+// device's memory as cuBLAS's would have to.
+class EmuBlas final : public backend::DeviceBlas {
+ public:
+  explicit EmuBlas(const EmuMemory& memory) : memory_(memory) {}
+  void gemm(int device, DType t, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
+            const void* a, int64_t lda, const void* b, int64_t ldb, void* c, int64_t ldc,
+            bool accumulate) override {
+    if (m > 0 && n > 0) {
+      const size_t es = dtype_size(t);
+      if (k > 0) {
+        memory_.check(device, a, extent(trans_a ? k : m, trans_a ? m : k, lda, es), "a GEMM");
+        memory_.check(device, b, extent(trans_b ? n : k, trans_b ? k : n, ldb, es), "a GEMM");
+      }
+      memory_.check(device, c, extent(m, n, ldc, es), "a GEMM");
+    }
+    library::gemm(t, trans_a, trans_b, m, n, k, a, lda, b, ldb, c, ldc, accumulate);
+  }
+  void add_into(int device, DType t, int64_t m, int64_t n, void* c, int64_t ldc,
+                const void* p) override {
+    if (m > 0 && n > 0) {
+      memory_.check(device, c, extent(m, n, ldc, dtype_size(t)), "a partial product's sum");
+      memory_.check(device, p, extent(m, n, n, dtype_size(t)), "a partial product's sum");
+    }
+    library::add_into(t, m, n, c, ldc, p);
+  }
+  std::string name() const override { return "the host's BLAS on emulated device memory"; }
+
+ private:
+  // Bytes from the first to the last element of a rows x cols row-major matrix.
+  static size_t extent(int64_t rows, int64_t cols, int64_t ld, size_t es) {
+    return static_cast<size_t>((rows - 1) * ld + cols) * es;
+  }
+  const EmuMemory& memory_;
 };
 
 using CombineFn = void (*)(int64_t n, void* acc, const void* in, int64_t index_offset);
@@ -178,6 +216,7 @@ class EmuBackend final : public backend::Backend {
     return c;
   }
   backend::DeviceMemory* memory() override { return &memory_; }
+  backend::DeviceBlas* blas() override { return &blas_; }
   std::shared_ptr<const backend::Kernel> compile(const kir::Kernel& k,
                                                  backend::KernelDumps* dumps) override {
     auto t0 = std::chrono::steady_clock::now();
@@ -303,6 +342,7 @@ class EmuBackend final : public backend::Backend {
   }
 
   EmuMemory memory_;
+  EmuBlas blas_{memory_};
   mutable std::mutex mu_;
   std::unordered_map<uint64_t, EmuFn> fns_;
   std::map<std::pair<ReduceFn, DType>, std::shared_ptr<const backend::Combiner>> combiners_;

@@ -157,6 +157,23 @@ TEST(Cuda, NvrtcCompilesTheGpuBuildForSm80AndSm90) {
   EXPECT_FALSE(cuda::nvrtc_version().empty());
 }
 
+TEST(Cuda, TheGpusGemmPartsLoadAndCompileWithoutAGpu) {
+  // What the GPU's library calls need that can be checked here: cuBLAS loads from the toolkit
+  // with every entry point the calls bind, and the Gram product's mirror kernel compiles for
+  // sm_80 and sm_90 with both of its element sizes. (The calls' argument mapping is checked on
+  // cuda-emu by Devices.MatrixProductsRunOnTheDevicesWhereTheirOperandsAre; not on a GPU yet.)
+  std::string why;
+  if (!cuda::nvrtc_available(&why)) GTEST_SKIP() << why;
+  EXPECT_TRUE(cuda::cublas_available(&why)) << why;
+  std::string src = cuda::gram_mirror_source();
+  for (int arch : {80, 90}) {
+    cuda::NvrtcOutput out = cuda::nvrtc_compile(src, arch, "mirror");
+    EXPECT_TRUE(out.ok) << out.log;
+  }
+  for (const char* fn : {"kiln_mirror8", "kiln_mirror4"})
+    EXPECT_NE(src.find(std::string("extern \"C\" __global__ void ") + fn), std::string::npos);
+}
+
 TEST(Cuda, CubinsAreCachedInMemoryAndOnDisk) {
   std::string why;
   if (!cuda::nvrtc_available(&why)) GTEST_SKIP() << why;

@@ -5,6 +5,7 @@
 // or misplaced copy fails here as it would on GPUs. Results must not depend on how many devices
 // the blocks are spread over, and the copies are counted exactly.
 #include <cstring>
+#include <sstream>
 
 #include "oracle.hpp"
 #include "support/flags.hpp"
@@ -230,4 +231,80 @@ TEST(Devices, ResultsCanStayOnTheDeviceAndBeReadFromThere) {
   }
   EXPECT_THROW(from_device_buffer(data.data(), DType::Float64, {1000, 100}, {}, MemoryPlace{}),
                Error);
+}
+
+TEST(Devices, MatrixProductsRunOnTheDevicesWhereTheirOperandsAre) {
+  // GEMM library calls on a backend with DeviceBlas (cuda-emu: the host's BLAS on the emulated
+  // memory, every operand's extent checked to be the device's): the CPU's bits for every way a
+  // call reads and writes, on 1 and 3 devices, with the copies a GPU would need and no others.
+  ComputeOptions cpu;
+  cpu.device = Device::Cpu;
+  cpu.progress = false;
+  NDArray ad = kt::random_array(DType::Float64, {600, 400}, 11, -1, 1);
+  NDArray wd = kt::random_array(DType::Float64, {400, 30}, 12, -1, 1);
+  NDArray td = kt::random_array(DType::Float64, {4000, 50}, 13, -1, 1);
+  NDArray fd = kt::random_array(DType::Float32, {300, 40}, 14, -1, 1);
+  NDArray bd = kt::random_array(DType::Float64, {100, 400}, 15, -1, 1);
+  Array a = kt::lazy(ad, {150, 100}), w = kt::lazy(wd, {100, 30});
+  Array t = kt::lazy(td, {500, 50}), f = kt::lazy(fd, {100, 40});
+  Array t1 = kt::lazy(td, {4000, 50});  // one chunk: a Gram product split into partials
+  Array tb = t.slice({Slice(0, 4000), Slice(0, 20)});
+  Array y = t * 2 - 1;  // computed block by block, on every device
+  std::vector<Array> outs = {
+      matmul(a, w),          // Buffer operands read in place
+      matmul(a * 2 + 1, w),  // a computed operand, block by block
+      matmul(t.T(), tb),     // 1 result block: partials summed
+      matmul(t.T(), t),      // Gram: syrk, exactly symmetric
+      matmul(t1.T(), t1),    // one chunk: contraction partials
+      matmul(kt::lazy(td, {250, 50}), t.T().slice({Slice(0, 50), Slice(0, 40)})),  // 16 x 1
+      (matmul(a, w) * 3).sum({0}),  // a kernel reads the result
+      concatenate({matmul(a, w), matmul(kt::lazy(bd).slice({Slice(60, 90)}), w)}, 0),  // placed
+      matmul(f.T(), f),                                                                // float32
+      matmul(y.T(), y)};  // a Gram product of blocks made on other devices: one copy each
+  std::vector<NDArray> want = compute(outs, cpu);
+  for (int devices : {1, 3}) {
+    std::ostringstream ir;
+    ComputeOptions o;
+    o.device = Device::CudaEmu;
+    o.devices = devices;
+    o.progress = false;
+    o.ir = &ir;
+    std::vector<NDArray> got = compute(outs, o);
+    expect_same_bits(got, want, std::to_string(devices) + " devices");
+    EXPECT_NE(ir.str().find("on the devices (the host's BLAS on emulated device memory)"),
+              std::string::npos);
+    EXPECT_NE(ir.str().find("in parallel into partials added in split order"), std::string::npos);
+    EXPECT_EQ(ir.str().find("the result of a library call"), std::string::npos) << ir.str();
+  }
+  const double* g = static_cast<const double*>(want[3].data());
+  for (int64_t i = 0; i < 50; ++i)
+    for (int64_t j = 0; j < i; ++j) ASSERT_EQ(g[i * 50 + j], g[j * 50 + i]);
+
+  // Copies: the operands in once, the result out once; nothing staged on the host.
+  on_emu({matmul(a, w)}, 1);
+  Stats s = stats();
+  EXPECT_EQ(s.last_to_device_bytes, (600 * 400 + 400 * 30) * 8);
+  EXPECT_EQ(s.last_to_host, 1);
+  EXPECT_EQ(s.last_to_host_bytes, 600 * 30 * 8);
+  // Two devices: each gets its blocks' rows of a and all of w, and copies its blocks out.
+  on_emu({matmul(a, w)}, 2);
+  s = stats();
+  EXPECT_EQ(s.last_to_device_bytes, (600 * 400 + 2 * 400 * 30) * 8);
+  EXPECT_EQ(s.last_to_host, 4);
+  EXPECT_EQ(s.last_to_host_bytes, 600 * 30 * 8);
+  // Operands already on the device and a result kept there: nothing copied at all.
+  ComputeOptions keep;
+  keep.device = Device::CudaEmu;
+  keep.devices = 1;
+  keep.progress = false;
+  keep.keep_on_device = true;
+  std::vector<NDArray> resident = compute({a * 1, w * 1}, keep);
+  NDArray p =
+      compute({matmul(asarray(resident[0], {150, 100}), asarray(resident[1], {100, 30}))}, keep)[0];
+  s = stats();
+  EXPECT_EQ(s.last_to_device_bytes, 0);
+  EXPECT_EQ(s.last_to_host_bytes, 0);
+  EXPECT_TRUE(p.on_device());
+  NDArray ph = p.to_host();
+  EXPECT_EQ(std::memcmp(ph.data(), want[0].data(), want[0].nbytes()), 0);
 }

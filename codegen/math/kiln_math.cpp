@@ -33,6 +33,7 @@ static inline double kiln_m_fma(double a, double b, double c) { return std::fma(
 static inline double kiln_m_rint(double x) { return std::rint(x); }
 static inline double kiln_m_sqrt(double x) { return std::sqrt(x); }
 static inline double kiln_m_gather(const double* t, double i) { return t[int(i)]; }
+static inline double kiln_m_lookup8(const double* t, double i) { return t[int(i)]; }
 static inline I kiln_m_bits(double x) {
   I b;
   std::memcpy(&b, &x, 8);
@@ -49,13 +50,15 @@ static inline int kiln_m_width(double) { return 1; }
 static inline double kiln_m_get(double x, int) { return x; }
 static inline void kiln_m_set(double& x, int, double v) { x = v; }
 #define KILN_M_FN static inline
+#define KILN_M_COLD static inline
 #include "codegen/math/kiln_math.inc"
+#undef KILN_M_COLD
 #undef KILN_M_FN
 }  // namespace kiln_math_scalar
 
 // --- vectors ------------------------------------------------------------------------------------
 // One namespace per ISA, each with the source included under that ISA's target options.
-#define KILN_M_VECTOR_HELPERS(V, I, FMA, RINT, ALL, SQRT, GATHER)                          \
+#define KILN_M_VECTOR_HELPERS(V, I, FMA, RINT, ALL, SQRT, GATHER, LOOKUP8)                 \
   template <class M> /* a comparison's mask: an int64 vector (long or long long) */        \
   static inline __attribute__((always_inline)) bool kiln_m_all(M m) {                      \
     return ALL;                                                                            \
@@ -65,6 +68,9 @@ static inline void kiln_m_set(double& x, int, double v) { x = v; }
   static inline __attribute__((always_inline)) V kiln_m_sqrt(V x) { return SQRT; }         \
   static inline __attribute__((always_inline)) V kiln_m_gather(const double* t, V i) {     \
     return GATHER;                                                                         \
+  }                                                                                        \
+  static inline __attribute__((always_inline)) V kiln_m_lookup8(const double* t, V i) {    \
+    return LOOKUP8;                                                                        \
   }                                                                                        \
   static inline __attribute__((always_inline)) I kiln_m_bits(V x) { return (I)x; }         \
   static inline __attribute__((always_inline)) V kiln_m_from_bits(V, I b) { return (V)b; } \
@@ -88,9 +94,11 @@ typedef float F __attribute__((vector_size(16)));
 KILN_M_VECTOR_HELPERS(V, I, (V{std::fma(a[0], b[0], c[0]), std::fma(a[1], b[1], c[1])}),
                       _mm_round_pd(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC),
                       _mm_movemask_pd(reinterpret_cast<__m128d>(m)) == 3, _mm_sqrt_pd(x),
-                      (V{t[int(i[0])], t[int(i[1])]}))
+                      (V{t[int(i[0])], t[int(i[1])]}), kiln_m_gather(t, i))
 #define KILN_M_FN static inline __attribute__((always_inline))
+#define KILN_M_COLD static __attribute__((noinline, cold))
 #include "codegen/math/kiln_math.inc"
+#undef KILN_M_COLD
 #undef KILN_M_FN
 }  // namespace kiln_math_b
 #pragma GCC pop_options
@@ -107,9 +115,12 @@ KILN_M_VECTOR_HELPERS(V, I, _mm256_fmadd_pd(a, b, c),
                       _mm256_round_pd(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC),
                       _mm256_movemask_pd(reinterpret_cast<__m256d>(m)) == 15, _mm256_sqrt_pd(x),
                       _mm256_mask_i32gather_pd(_mm256_setzero_pd(), t, _mm256_cvttpd_epi32(i),
-                                               _mm256_castsi256_pd(_mm256_set1_epi64x(-1)), 8))
+                                               _mm256_castsi256_pd(_mm256_set1_epi64x(-1)), 8),
+                      kiln_m_gather(t, i))
 #define KILN_M_FN static inline __attribute__((always_inline))
+#define KILN_M_COLD static __attribute__((noinline, cold))
 #include "codegen/math/kiln_math.inc"
+#undef KILN_M_COLD
 #undef KILN_M_FN
 }  // namespace kiln_math_d
 #pragma GCC pop_options
@@ -125,9 +136,15 @@ KILN_M_VECTOR_HELPERS(
     _mm512_maskz_roundscale_pd(0xff, x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC),
     _mm512_test_epi64_mask(reinterpret_cast<__m512i>(m), reinterpret_cast<__m512i>(m)) == 0xff,
     _mm512_maskz_sqrt_pd(0xff, x),
-    _mm512_mask_i32gather_pd(_mm512_setzero_pd(), 0xff, _mm512_maskz_cvttpd_epi32(0xff, i), t, 8))
+    _mm512_mask_i32gather_pd(_mm512_setzero_pd(), 0xff, _mm512_maskz_cvttpd_epi32(0xff, i), t, 8),
+    /* a table of 8 in one register: the index from the low bits of 1.5 * 2^52 + i */
+    _mm512_maskz_permutexvar_pd(
+        0xff, _mm512_castpd_si512(_mm512_add_pd(i, _mm512_set1_pd(6755399441055744.0))),
+        _mm512_loadu_pd(t)))
 #define KILN_M_FN static inline __attribute__((always_inline))
+#define KILN_M_COLD static __attribute__((noinline, cold))
 #include "codegen/math/kiln_math.inc"
+#undef KILN_M_COLD
 #undef KILN_M_FN
 }  // namespace kiln_math_e
 #pragma GCC pop_options

@@ -10,7 +10,9 @@ double, highest first, with the fit's error in units of the last place of the re
   expm1, tanh, pow);
 - L(z) ~ (atanh(s) / s - 1) / z, z = s^2, |s| <= (sqrt 2 - 1) / (sqrt 2 + 1) (+ 2^-20), degree 7
   (kiln_m_log_core: log, log1p);
-- T(z) ~ (atan u - u) / u^3, z = u^2, |u| <= 1/8 (+ 2^-20), degree 5 (kiln_m_atan).
+- T(z) ~ (atan u - u) / u^3, z = u^2, |u| <= 1/8 (+ 2^-20), degree 5 (kiln_m_atan);
+- N(z) / D(z) ~ (tan r - r) / r^3, z = r^2, the [3/4] Pade approximant from the Taylor series,
+  its error over |r| <= pi/4 (+ 2^-20) relative to tan r (kiln_m_tan_pade).
 The last three by interpolation at Chebyshev nodes (mpmath's chebyfit fails on Q's interval,
 which is symmetric about 0), the error measured over 2001 points with the rounded coefficients.
 Run: python3 -m pip install mpmath; python3 scripts/gen_math_polys.py
@@ -113,3 +115,19 @@ interpolate("Q", Q, -h, h, 10, h**2)  # of e^r near 1
 smax = (mp.sqrt(2) - 1) / (mp.sqrt(2) + 1) * grow
 interpolate("L", L, 0, smax**2, 7, smax**2)  # relative to log m ~ 2s
 interpolate("T", T, 0, (mp.mpf(1) / 8 * grow) ** 2, 5, (mp.mpf(1) / 8) ** 2)  # relative to u
+
+
+zq = (mp.pi / 4 * grow) ** 2
+taylor = mp.taylor(mp.tan, 0, 63)
+num, den = mp.pade([taylor[2 * k + 3] for k in range(30)], 3, 4)
+err = 0
+for k in range(1, 401):
+    z = zq * k / 400
+    r = mp.sqrt(z)
+    t = r + r * z * mp.polyval([mp.mpf(float(c)) for c in num[::-1]], z) / mp.polyval(
+        [mp.mpf(float(c)) for c in den[::-1]], z)
+    err = max(err, abs(t - mp.tan(r)) / mp.tan(r))
+print("// N/D (tan): relative error <= %s, %s ulp" % (mp.nstr(err, 3),
+                                                     mp.nstr(err / mp.mpf(2) ** -53, 3)))
+print("N:", ", ".join(float(c).hex() for c in reversed(num)))
+print("D:", ", ".join(float(c).hex() for c in reversed(den)))

@@ -279,6 +279,7 @@ KILN_FN kiln_u64 kiln_m_bits(double x) { return kiln_bits_of_f64(x); }
 KILN_FN double kiln_m_from_bits(double, kiln_u64 b) { return kiln_f64_from_bits(b); }
 KILN_FN double kiln_m_splat(double, double c) { return c; }
 KILN_FN bool kiln_m_all(bool m) { return m; }
+KILN_FN bool kiln_m_all_within(double x, double lo, double hi) { return lo <= x && x <= hi; }
 KILN_FN int kiln_m_width(double) { return 1; }
 KILN_FN double kiln_m_get(double x, int) { return x; }
 KILN_FN void kiln_m_set(double& x, int, double v) { x = v; }

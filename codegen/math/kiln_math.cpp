@@ -46,6 +46,7 @@ static inline double kiln_m_from_bits(double, I b) {
 }
 static inline double kiln_m_splat(double, double c) { return c; }
 static inline bool kiln_m_all(bool m) { return m; }
+static inline bool kiln_m_all_within(double x, double lo, double hi) { return lo <= x && x <= hi; }
 static inline int kiln_m_width(double) { return 1; }
 static inline double kiln_m_get(double x, int) { return x; }
 static inline void kiln_m_set(double& x, int, double v) { x = v; }
@@ -58,10 +59,14 @@ static inline void kiln_m_set(double& x, int, double v) { x = v; }
 
 // --- vectors ------------------------------------------------------------------------------------
 // One namespace per ISA, each with the source included under that ISA's target options.
-#define KILN_M_VECTOR_HELPERS(V, I, FMA, RINT, ALL, SQRT, GATHER, LOOKUP8)                 \
+#define KILN_M_VECTOR_HELPERS(V, I, FMA, RINT, ALL, WITHIN, SQRT, GATHER, LOOKUP8)         \
   template <class M> /* a comparison's mask: an int64 vector (long or long long) */        \
   static inline __attribute__((always_inline)) bool kiln_m_all(M m) {                      \
     return ALL;                                                                            \
+  }                                                                                        \
+  static inline __attribute__((always_inline)) bool kiln_m_all_within(V x, double lo,      \
+                                                                      double hi) {         \
+    return WITHIN;                                                                         \
   }                                                                                        \
   static inline __attribute__((always_inline)) V kiln_m_fma(V a, V b, V c) { return FMA; } \
   static inline __attribute__((always_inline)) V kiln_m_rint(V x) { return RINT; }         \
@@ -93,7 +98,10 @@ typedef float F __attribute__((vector_size(16)));
 // SSE4 has no FMA instruction: each lane through libm's fma (exact; only the x86-64-v2 target).
 KILN_M_VECTOR_HELPERS(V, I, (V{std::fma(a[0], b[0], c[0]), std::fma(a[1], b[1], c[1])}),
                       _mm_round_pd(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC),
-                      _mm_movemask_pd(reinterpret_cast<__m128d>(m)) == 3, _mm_sqrt_pd(x),
+                      _mm_movemask_pd(reinterpret_cast<__m128d>(m)) == 3,
+                      _mm_movemask_pd(_mm_and_pd(_mm_cmple_pd(_mm_set1_pd(lo), x),
+                                                 _mm_cmple_pd(x, _mm_set1_pd(hi)))) == 3,
+                      _mm_sqrt_pd(x),
                       (V{t[int(i[0])], t[int(i[1])]}), kiln_m_gather(t, i))
 #define KILN_M_FN static inline __attribute__((always_inline))
 #define KILN_M_COLD static __attribute__((noinline, cold))
@@ -113,7 +121,11 @@ typedef unsigned long long I __attribute__((vector_size(32)));
 typedef float F __attribute__((vector_size(32)));
 KILN_M_VECTOR_HELPERS(V, I, _mm256_fmadd_pd(a, b, c),
                       _mm256_round_pd(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC),
-                      _mm256_movemask_pd(reinterpret_cast<__m256d>(m)) == 15, _mm256_sqrt_pd(x),
+                      _mm256_movemask_pd(reinterpret_cast<__m256d>(m)) == 15,
+                      _mm256_movemask_pd(
+                          _mm256_and_pd(_mm256_cmp_pd(_mm256_set1_pd(lo), x, _CMP_LE_OQ),
+                                        _mm256_cmp_pd(x, _mm256_set1_pd(hi), _CMP_LE_OQ))) == 15,
+                      _mm256_sqrt_pd(x),
                       _mm256_mask_i32gather_pd(_mm256_setzero_pd(), t, _mm256_cvttpd_epi32(i),
                                                _mm256_castsi256_pd(_mm256_set1_epi64x(-1)), 8),
                       kiln_m_gather(t, i))
@@ -135,6 +147,8 @@ KILN_M_VECTOR_HELPERS(
     V, I, _mm512_fmadd_pd(a, b, c),
     _mm512_maskz_roundscale_pd(0xff, x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC),
     _mm512_test_epi64_mask(reinterpret_cast<__m512i>(m), reinterpret_cast<__m512i>(m)) == 0xff,
+    _mm512_mask_cmp_pd_mask(_mm512_cmp_pd_mask(_mm512_set1_pd(lo), x, _CMP_LE_OQ), x,
+                            _mm512_set1_pd(hi), _CMP_LE_OQ) == 0xff,
     _mm512_maskz_sqrt_pd(0xff, x),
     _mm512_mask_i32gather_pd(_mm512_setzero_pd(), 0xff, _mm512_maskz_cvttpd_epi32(0xff, i), t, 8),
     /* a table of 8 in one register: the index from the low bits of 1.5 * 2^52 + i */

@@ -255,17 +255,9 @@ struct Cublas {
 const Cublas& cublas() {
   static Cublas c = [] {
     Cublas x;
-    std::vector<std::string> paths = {"libcublas.so.13", "libcublas.so.12", "libcublas.so"};
-    for (const char* env : {"CUDA_HOME", "CUDA_PATH"})
-      if (const char* h = std::getenv(env)) paths.push_back(std::string(h) + "/lib64/libcublas.so");
-    paths.push_back("/usr/local/cuda/lib64/libcublas.so");
-    void* h = nullptr;
-    for (const auto& p : paths)
-      if ((h = dlopen(p.c_str(), RTLD_NOW | RTLD_LOCAL))) break;
+    void* h = open_toolkit_library("libcublas", &x.why);
     if (!h) {
-      x.why = "cuBLAS not found (tried";
-      for (const auto& p : paths) x.why += " " + p;
-      x.why += ")";
+      x.why = "cuBLAS not found (" + x.why + ")";
       return x;
     }
     bool ok = bind(h, "cublasCreate_v2", &x.create) && bind(h, "cublasDgemm_v2", &x.d.gemm) &&

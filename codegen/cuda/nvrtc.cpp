@@ -40,17 +40,9 @@ struct Api {
 const Api& api() {
   static Api a = [] {
     Api x;
-    std::vector<std::string> paths = {"libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so"};
-    for (const char* env : {"CUDA_HOME", "CUDA_PATH"})
-      if (const char* h = std::getenv(env)) paths.push_back(std::string(h) + "/lib64/libnvrtc.so");
-    paths.push_back("/usr/local/cuda/lib64/libnvrtc.so");
-    void* h = nullptr;
-    for (const auto& p : paths)
-      if ((h = dlopen(p.c_str(), RTLD_NOW | RTLD_LOCAL))) break;
+    void* h = open_toolkit_library("libnvrtc", &x.why);
     if (!h) {
-      x.why = "NVRTC not found (tried";
-      for (const auto& p : paths) x.why += " " + p;
-      x.why += ")";
+      x.why = "NVRTC not found (" + x.why + ")";
       return x;
     }
     auto sym = [&](const char* name) {
@@ -73,6 +65,21 @@ const Api& api() {
 }
 
 }  // namespace
+
+void* open_toolkit_library(const std::string& stem, std::string* why) {
+  std::vector<std::string> paths = {stem + ".so.13", stem + ".so.12", stem + ".so"};
+  for (const char* env : {"CUDA_HOME", "CUDA_PATH"})
+    if (const char* h = std::getenv(env))
+      paths.push_back(std::string(h) + "/lib64/" + stem + ".so");
+  paths.push_back("/usr/local/cuda/lib64/" + stem + ".so");
+  for (const auto& p : paths)
+    if (void* h = dlopen(p.c_str(), RTLD_NOW | RTLD_LOCAL)) return h;
+  if (why) {
+    *why = "tried";
+    for (const auto& p : paths) *why += " " + p;
+  }
+  return nullptr;
+}
 
 bool nvrtc_available(std::string* why) {
   const Api& a = api();

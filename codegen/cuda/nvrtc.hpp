@@ -15,6 +15,11 @@ struct NvrtcOutput {
   double seconds = 0;
 };
 
+// dlopen of a CUDA toolkit library by its stem ("libnvrtc", "libcublas"): the CUDA 13 and 12
+// sonames, the bare name, then $CUDA_HOME, $CUDA_PATH and /usr/local/cuda's lib64. Returns the
+// handle, or nullptr with `why` naming the paths tried.
+void* open_toolkit_library(const std::string& stem, std::string* why);
+
 // Whether NVRTC could be loaded; if not, why (the paths tried).
 bool nvrtc_available(std::string* why = nullptr);
 // "13.0", or "" without NVRTC.

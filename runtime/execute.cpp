@@ -871,6 +871,7 @@ class Run {
     const int64_t k0 = l.k_starts[task.split], kn = l.k_starts[task.split + 1] - k0;
     const size_t es = dtype_size(l.dtype);
     const size_t read = static_cast<size_t>(task.block * (l.k_starts.size() - 1) + task.split);
+    const bool empty = kn == 0 || ext[0] == 0 || ext[1] == 0;  // reads nothing
     std::shared_ptr<void> held[2];
     int64_t held_slot[2] = {-1, -1};
     struct Region {
@@ -880,6 +881,7 @@ class Run {
     auto region = [&](const LibraryOperand& op, const std::vector<LibraryRead>& reads, int64_t row,
                       int64_t col) -> Region {
       const int o = &op == &l.a ? 0 : 1;
+      if (empty) return {nullptr, reads.empty() ? &op.layout : &reads[read].layout};
       if (!reads.empty()) {
         const LibraryRead& r = reads[read];
         if (r.block < 0) return {nullptr, &r.layout};

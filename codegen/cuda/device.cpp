@@ -12,7 +12,6 @@
 #include <dlfcn.h>
 
 #include <chrono>
-#include <cstdlib>
 #include <cstring>
 #include <initializer_list>
 #include <map>

@@ -260,7 +260,10 @@ TEST(Devices, MatrixProductsRunOnTheDevicesWhereTheirOperandsAre) {
       (matmul(a, w) * 3).sum({0}),  // a kernel reads the result
       concatenate({matmul(a, w), matmul(kt::lazy(bd).slice({Slice(60, 90)}), w)}, 0),  // placed
       matmul(f.T(), f),                                                                // float32
-      matmul(y.T(), y)};  // a Gram product of blocks made on other devices: one copy each
+      matmul(y.T(), y),  // a Gram product of blocks made on other devices: one copy each
+      matmul(kt::lazy(ad).slice({Slice(0, 5), Slice(0, 0)}),
+             kt::lazy(wd).slice({Slice(0, 0)})),      // k = 0: zeros, nothing read
+      matmul(kt::lazy(ad).slice({Slice(0, 0)}), w)};  // no rows
   std::vector<NDArray> want = compute(outs, cpu);
   for (int devices : {1, 3}) {
     std::ostringstream ir;

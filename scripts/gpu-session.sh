@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# The checks of the GPU issue that need a GPU, in one batch, for a session that is lent one (the
+# device tool; DEVELOPERS.md): build and pack here, run there, read the logs back.
+#
+#   here:   bash scripts/gpu-session.sh pack
+#   there:  run(command="bash scripts/gpu-session.sh run", carry=[".device-pack"])
+#
+# `run` unpacks the programs (the GPU machine has no LLVM or oneTBB), then, with every log under
+# $OUT (the device tool brings it back): the device (nvidia-smi), the whole test suite with
+# KILN_DEVICE=cuda (NumPy's expectations from the machine's python3), and the issue's workloads
+# on the GPU with their copy counts and compile times, each also with the data generated in the
+# kernel. KILN_GPU_DEVICE=cuda-emu runs the same steps on the emulator (a dry run of this script
+# without a GPU: `KILN_GPU_DEVICE=cuda-emu OUT=/tmp/out bash scripts/gpu-session.sh run`).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+mode="${1:-}"
+
+if [ "$mode" = pack ]; then
+  set -e
+  cmake --build --preset release
+  bash ../shared/tools/device-pack.sh build/release/kiln build/release/kiln_tests \
+    build/release/kiln_bench
+  exit 0
+fi
+
+if [ "$mode" != run ]; then
+  echo "usage: $0 pack|run" >&2
+  exit 2
+fi
+
+out="${OUT:-/tmp/kiln-gpu-out}"
+mkdir -p "$out"
+device="${KILN_GPU_DEVICE:-cuda}"
+if [ -d .device-pack ]; then
+  eval "$(bash .device-pack/unpack.sh)"
+  bin=dp
+else
+  bin=build/release  # the dry run here
+fi
+export KILN_PYTHON="${KILN_PYTHON:-python3}" KILN_CACHE_DIR="${KILN_CACHE_DIR:-/tmp/kiln-cache}"
+
+{
+  date
+  nvidia-smi 2>&1 | head -20 || echo "no nvidia-smi"
+  "$bin/kiln" run diamond --size 100 --chunk 50 --device "$device" --json 2>&1 | head -3
+} >"$out/device.log"
+
+# The whole suite on the device (results against NumPy, bit-for-bit checks against the CPU's), in
+# 8 shards at once: each kernel is compiled by NVRTC on a fresh machine (0.1-0.3 s each).
+# KILN_GPU_FILTER narrows it (the dry run).
+shards=8
+for i in $(seq 0 $((shards - 1))); do
+  KILN_DEVICE="$device" GTEST_TOTAL_SHARDS=$shards GTEST_SHARD_INDEX=$i timeout 400 \
+    "$bin/kiln_tests" --gtest_brief=1 --gtest_filter="${KILN_GPU_FILTER:-*}" \
+    >"$out/tests-$i.log" 2>&1 &
+done
+fails=0
+for job in $(jobs -p); do wait "$job" || fails=$((fails + 1)); done
+{
+  echo "kiln_tests: $fails of $shards shards failed"
+  grep -h "FAILED\|Failure" "$out"/tests-*.log | head -100
+  tail -n 3 "$out"/tests-*.log
+} >"$out/tests.log"
+rm -f "$out"/tests-*.log
+
+# The issue's targets: each workload on the device, median of 5, the report's copies and compile
+# time; then with --resident (data made once, then the expression timed over it).
+workloads=("random-sum --size 20000 --chunk 2000" "random-sum --size 500000 --chunk 10000"
+  "trig-identity --size 10000 --chunk 2000" "diamond --size 10000 --chunk 2000"
+  "svd --size 10000 --cols 1000 --chunk 5000" "matmul --size 4000 --chunk 1000")
+if [ "$device" != cuda ]; then  # the dry run: small sizes
+  workloads=("random-sum --size 200 --chunk 100" "trig-identity --size 200 --chunk 100"
+    "diamond --size 200 --chunk 100" "svd --size 400 --cols 20 --chunk 200"
+    "matmul --size 200 --chunk 100")
+fi
+{
+  for w in "${workloads[@]}"; do
+    echo "== $w"
+    # shellcheck disable=SC2086
+    timeout 300 "$bin/kiln" run $w --device "$device" --repeat 5 --quiet 2>&1 | tail -12
+    case "$w" in svd*) continue ;; esac  # svd makes its data before its timed solver already
+    # shellcheck disable=SC2086
+    timeout 300 "$bin/kiln" run $w --device "$device" --repeat 5 --quiet --resident 2>&1 | tail -4
+  done
+} >"$out/workloads.log" 2>&1
+date >>"$out/workloads.log"
+ls -l "$out"

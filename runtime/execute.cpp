@@ -791,6 +791,28 @@ class Run {
     return bytes;
   }
 
+  // A library operand's region: in its whole buffer, or (a streamed operand) in one of its blocks.
+  struct Region {
+    const char* data;
+    const MatrixLayout* layout;
+  };
+  // The blocks one GEMM call reads, copied for it (to the host, or to its device): a block both
+  // operands read (a Gram product's) is copied once, so the call still sees one operand.
+  struct CallCopies {
+    std::shared_ptr<void> mem[2];
+    int64_t slot[2] = {-1, -1};
+    // Operand o's copy of block `s`, made by copy() unless operand 0 has it already.
+    template <class Copy>
+    const void* get(int o, int64_t s, Copy copy) {
+      if (o == 1 && slot[0] == s)
+        mem[1] = mem[0];
+      else
+        mem[o] = copy();
+      slot[o] = s;
+      return mem[o].get();
+    }
+  };
+
   // One BLAS call of a library task: its result block's rows and columns, its contraction split,
   // into the result (split 0, or every split of a chained call) or a partial. Returns the bytes
   // it wrote.
@@ -804,32 +826,19 @@ class Run {
     int64_t k0 = l.k_starts[task.split], kn = l.k_starts[task.split + 1] - k0;
     const size_t es = dtype_size(l.dtype);
     const size_t read = static_cast<size_t>(task.block * (l.k_starts.size() - 1) + task.split);
-    // The operand's region: in its whole buffer, or (a streamed operand) in one of its blocks.
-    struct Region {
-      const char* data;
-      const MatrixLayout* layout;
-    };
-    // Device plans: blocks copied to the host for the call; a block both operands read (a Gram
-    // product's) is copied once, so the call still sees one operand.
-    std::shared_ptr<void> staged[2];
-    int64_t staged_slot[2] = {-1, -1};
+    CallCopies staged;  // device plans without DeviceBlas: blocks copied to the host for the call
     auto region = [&](const LibraryOperand& op, const std::vector<LibraryRead>& reads, int64_t row,
                       int64_t col) -> Region {
       if (!reads.empty()) {
         const LibraryRead& r = reads[read];
         int64_t slot = r.block >= 0 ? p_.arrays[op.array].block_offset + r.block : -1;
         const void* block = slot >= 0 ? blocks_[slot].get() : nullptr;
-        if (arena_ && block) {
-          const int o = &op == &l.a ? 0 : 1;
-          if (o == 1 && staged_slot[0] == slot) {
-            staged[1] = staged[0];
-          } else {
-            staged[o] = host_buffer(block_bytes_[slot]);
-            arena_->to_host(block_dev_[slot], staged[o].get(), block, block_bytes_[slot]);
-          }
-          staged_slot[o] = slot;
-          block = staged[o].get();
-        }
+        if (arena_ && block)
+          block = staged.get(&op == &l.a ? 0 : 1, slot, [&] {
+            std::shared_ptr<void> h = host_buffer(block_bytes_[slot]);
+            arena_->to_host(block_dev_[slot], h.get(), block, block_bytes_[slot]);
+            return h;
+          });
         const char* data = static_cast<const char*>(block);
         return {data ? data + r.layout.offset * es : nullptr, &r.layout};
       }
@@ -872,31 +881,21 @@ class Run {
     const size_t es = dtype_size(l.dtype);
     const size_t read = static_cast<size_t>(task.block * (l.k_starts.size() - 1) + task.split);
     const bool empty = kn == 0 || ext[0] == 0 || ext[1] == 0;  // reads nothing
-    std::shared_ptr<void> held[2];
-    int64_t held_slot[2] = {-1, -1};
-    struct Region {
-      const char* data;
-      const MatrixLayout* layout;
-    };
+    CallCopies held;  // blocks made on other devices, copied to this one
     auto region = [&](const LibraryOperand& op, const std::vector<LibraryRead>& reads, int64_t row,
                       int64_t col) -> Region {
-      const int o = &op == &l.a ? 0 : 1;
       if (empty) return {nullptr, reads.empty() ? &op.layout : &reads[read].layout};
       if (!reads.empty()) {
         const LibraryRead& r = reads[read];
         if (r.block < 0) return {nullptr, &r.layout};
         const int64_t slot = p_.arrays[op.array].block_offset + r.block;
         const void* block = blocks_[slot].get();
-        if (block_dev_[slot] != dev) {  // one copy when both operands read it (a Gram product)
-          if (o == 1 && held_slot[0] == slot) {
-            held[1] = held[0];
-          } else {
-            held[o] = arena_->buffer(dev, block_bytes_[slot]);
-            arena_->between(dev, held[o].get(), block_dev_[slot], block, block_bytes_[slot]);
-          }
-          held_slot[o] = slot;
-          block = held[o].get();
-        }
+        if (block_dev_[slot] != dev)
+          block = held.get(&op == &l.a ? 0 : 1, slot, [&] {
+            std::shared_ptr<void> d = arena_->buffer(dev, block_bytes_[slot]);
+            arena_->between(dev, d.get(), block_dev_[slot], block, block_bytes_[slot]);
+            return d;
+          });
         return {static_cast<const char*>(block) + r.layout.offset * static_cast<int64_t>(es),
                 &r.layout};
       }
@@ -918,7 +917,7 @@ class Run {
     void* c;
     int64_t ldc;
     if (task.partial_out < 0) {
-      c = static_cast<char*>(write_replica(l.out, dev)) + (l.out_offset + lo[0] * l.n + lo[1]) * es;
+      c = device_result_at(l, dev, lo);
       ldc = l.n;
     } else {
       std::shared_ptr<void> d = arena_->buffer(dev, static_cast<size_t>(ext[0] * ext[1]) * es);
@@ -933,6 +932,12 @@ class Run {
       download_library_box(l, dev, lo, ext);
     release_reads(task);
     return ext[0] * ext[1] * static_cast<int64_t>(es);
+  }
+
+  // Where result block (lo[0], lo[1]) of a library call starts in its array's copy on device dev.
+  char* device_result_at(const PlanLibrary& l, int dev, const int64_t* lo) {
+    return static_cast<char*>(write_replica(l.out, dev)) +
+           (l.out_offset + lo[0] * l.n + lo[1]) * static_cast<int64_t>(dtype_size(l.dtype));
   }
 
   // A final block of a library result on device dev to the host, where the array is host-homed.
@@ -996,8 +1001,7 @@ class Run {
     const size_t es = dtype_size(l.dtype);
     if (blas_) {  // on the device of the block's calls
       const int dev = device_of(g, task.block);
-      void* c =
-          static_cast<char*>(write_replica(l.out, dev)) + (l.out_offset + lo[0] * l.n + lo[1]) * es;
+      void* c = device_result_at(l, dev, lo);
       for (int id : task.partials_in) {
         blas_->add_into(dev, l.dtype, ext[0], ext[1], c, l.n, library_dpart_[id].get());
         library_dpart_[id].reset();

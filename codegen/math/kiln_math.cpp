@@ -53,6 +53,7 @@ static inline void kiln_m_set(double& x, int, double v) { x = v; }
 #define KILN_M_FN static inline
 #define KILN_M_COLD static inline
 #include "codegen/math/kiln_math.inc"
+#undef KILN_M_IK
 #undef KILN_M_H
 #undef KILN_M_COLD
 #undef KILN_M_FN
@@ -105,6 +106,7 @@ KILN_M_VECTOR_HELPERS(V, I, (V{std::fma(a[0], b[0], c[0]), std::fma(a[1], b[1], 
 #define KILN_M_FN static inline __attribute__((always_inline))
 #define KILN_M_COLD static __attribute__((noinline, cold))
 #include "codegen/math/kiln_math.inc"
+#undef KILN_M_IK
 #undef KILN_M_H
 #undef KILN_M_COLD
 #undef KILN_M_FN
@@ -141,21 +143,34 @@ KILN_M_VECTOR_HELPERS(
     _mm256_mask_i32gather_pd(_mm256_setzero_pd(), t, _mm256_cvttpd_epi32(i),
                              _mm256_castsi256_pd(_mm256_set1_epi64x(-1)), 8),
     kiln_m_lookup8_avx2(t, i))
-// Horner steps with the constant as a 32-byte memory operand of the FMA: GCC would broadcast
-// each constant into a register first (vbroadcastsd), which costs Zen 4 an FP slot per constant
-// (a chain of FMAs measured 0.75 -> 0.55 ns per element). The same instruction, the same bits.
-static inline __attribute__((always_inline)) V kiln_m_fma_mem(V q, V r, const V* c) {
-  asm("vfmadd213pd %2, %1, %0" : "+x"(q) : "x"(r), "m"(*c));
-  return q;
+// Constants as 32-byte memory operands rather than GCC's broadcasts into registers (one
+// instruction and an FP pipe each): an empty asm that might write the constant keeps GCC from
+// folding it into a broadcast, and the load folds into the instruction that uses it.
+#define kiln_m_splat(like, c)                                              \
+  (*[] {                                                                   \
+    alignas(32) static V k = {double(c), double(c), double(c), double(c)}; \
+    asm("" : "+m"(k));                                                     \
+    return &k;                                                             \
+  }())
+// The range tests' bounds likewise (the helper above would broadcast them).
+static inline __attribute__((always_inline)) bool kiln_m_within_v(V x, V lo, V hi) {
+  return _mm256_movemask_pd(_mm256_and_pd(_mm256_cmp_pd(lo, x, _CMP_LE_OQ),
+                                          _mm256_cmp_pd(x, hi, _CMP_LE_OQ))) == 15;
 }
-#define KILN_M_H(q, r, c)                                                        \
-  kiln_m_fma_mem(q, r, [] {                                                      \
-    alignas(32) static const V k = {double(c), double(c), double(c), double(c)}; \
+#define kiln_m_all_within(x, lo, hi) kiln_m_within_v(x, kiln_m_splat(x, lo), kiln_m_splat(x, hi))
+#define KILN_M_IK(like, c)                                                       \
+  (*[] {                                                                         \
+    alignas(32) static I k = {(unsigned long long)(c), (unsigned long long)(c),  \
+                              (unsigned long long)(c), (unsigned long long)(c)}; \
+    asm("" : "+m"(k));                                                           \
     return &k;                                                                   \
   }())
 #define KILN_M_FN static inline __attribute__((always_inline))
 #define KILN_M_COLD static __attribute__((noinline, cold))
 #include "codegen/math/kiln_math.inc"
+#undef KILN_M_IK
+#undef kiln_m_all_within
+#undef kiln_m_splat
 #undef KILN_M_H
 #undef KILN_M_COLD
 #undef KILN_M_FN
@@ -183,6 +198,7 @@ KILN_M_VECTOR_HELPERS(
 #define KILN_M_FN static inline __attribute__((always_inline))
 #define KILN_M_COLD static __attribute__((noinline, cold))
 #include "codegen/math/kiln_math.inc"
+#undef KILN_M_IK
 #undef KILN_M_H
 #undef KILN_M_COLD
 #undef KILN_M_FN

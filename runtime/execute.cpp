@@ -452,7 +452,7 @@ class Run {
     slot_hi_.assign(slots, std::numeric_limits<int64_t>::min());
     slot_es_.assign(params_.size(), 0);
     slot_rep_.resize(slots);
-    blas_ = be.blas();
+    blas_ = p_.device_blas ? be.blas() : nullptr;
     library_dpart_.resize(static_cast<size_t>(p_.library_partials));
     for (const PlanGroup& g : p_.groups) {
       if (g.library >= 0) {

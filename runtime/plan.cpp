@@ -254,7 +254,7 @@ std::string storage_summary(const Plan& p) {
                                std::to_string(l.out_offset) + " (no copy)\n";
   };
   const bool device = backend::backend_for(p.device).memory() != nullptr;
-  backend::DeviceBlas* blas = device ? backend::backend_for(p.device).blas() : nullptr;
+  backend::DeviceBlas* blas = p.device_blas ? backend::backend_for(p.device).blas() : nullptr;
   std::string s = "storage of materialized arrays:\n";
   for (const PlanArray& a : p.arrays) {
     s += "  " + node_label(*a.node) + ": " +
@@ -859,7 +859,8 @@ std::unique_ptr<Plan> build_plan(FusedGraph fused, Device device, std::ostream* 
   plan->fused = std::move(fused);
   backend::Backend& be = backend::backend_for(plan->device);
   PlanBuilder(*plan, be, kernel_dump).run();
-  if (be.memory()) place_on_devices(*plan, be.blas() != nullptr);
+  plan->device_blas = be.memory() && be.blas() && !flags().no_device_blas;
+  if (be.memory()) place_on_devices(*plan, plan->device_blas);
   return plan;
 }
 

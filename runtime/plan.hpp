@@ -154,6 +154,7 @@ struct PlanTask {
 
 struct Plan {
   Device device = Device::Cpu;  // whose backend compiled the kernels
+  bool device_blas = false;     // GEMM calls run on the devices (the backend's DeviceBlas)
   FusedGraph fused;
   std::vector<PlanArray> arrays;
   std::vector<PlanGroup> groups;

@@ -30,6 +30,9 @@
 // | KILN_DEVICES=N    | devices      | devices a plan's blocks are spread over, for backends with|
 // |                   |              | device memory (cuda: default every GPU; cuda-emu: 1, up   |
 // |                   |              | to 16 emulated)                                           |
+// | KILN_NO_DEVICE_BLAS=1 | no_device_blas | device plans run GEMM calls on the host, on  |
+// |                   |              | copies (the path of a GPU without cuBLAS), not on the     |
+// |                   |              | devices                                                   |
 // | KILN_CUDA_CHECK=A | cuda_check   | cuda-emu also compiles each kernel's GPU source with NVRTC|
 // |                   |              | for these architectures ("80,90"); a failure is an error  |
 // | KILN_EMU_CXX=C    | emu_cxx      | the host compiler cuda-emu runs (default c++)             |
@@ -54,8 +57,9 @@ struct Flags {
   int64_t fail_alloc_above = 0;  // bytes
   bool no_block_pool = false;
   std::string cache_dir;
-  std::string device;      // "" (cpu), "cpu", "interp", ...; checked when used (support/device.hpp)
-  int devices = 0;         // 0: the backend's default
+  std::string device;  // "" (cpu), "cpu", "interp", ...; checked when used (support/device.hpp)
+  int devices = 0;     // 0: the backend's default
+  bool no_device_blas = false;
   std::string cuda_check;  // "80,90": NVRTC architectures cuda-emu also compiles for
   std::string emu_cxx = "c++";
 };

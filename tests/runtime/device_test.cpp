@@ -311,3 +311,54 @@ TEST(Devices, MatrixProductsRunOnTheDevicesWhereTheirOperandsAre) {
   NDArray ph = p.to_host();
   EXPECT_EQ(std::memcmp(ph.data(), want[0].data(), want[0].nbytes()), 0);
 }
+
+TEST(Devices, WithoutDeviceBlasMatrixProductsRunOnTheHostOnCopies) {
+  // The path of a GPU without cuBLAS (KILN_NO_DEVICE_BLAS=1 forces it on cuda-emu): GEMM calls
+  // run on the host, their operands made on the devices copied to the host and their results
+  // copied to the devices of the kernels that read them; the CPU's bits, on 1 and 3 devices.
+  struct Reset {
+    ~Reset() { flags().no_device_blas = false; }
+  } reset;
+  ComputeOptions cpu;
+  cpu.device = Device::Cpu;
+  cpu.progress = false;
+  NDArray ad = kt::random_array(DType::Float64, {600, 400}, 21, -1, 1);
+  NDArray wd = kt::random_array(DType::Float64, {400, 30}, 22, -1, 1);
+  NDArray td = kt::random_array(DType::Float64, {4000, 50}, 23, -1, 1);
+  Array a = kt::lazy(ad, {150, 100}), w = kt::lazy(wd, {100, 30});
+  Array t = kt::lazy(td, {500, 50});
+  Array y = t * 2 - 1;
+  std::vector<Array> outs = {matmul(a, w), matmul(a * 2 + 1, w), matmul(t.T(), t),
+                             (matmul(a, w) * 3).sum({0}), matmul(y.T(), y)};
+  std::vector<NDArray> want = compute(outs, cpu);
+  flags().no_device_blas = true;
+  for (int devices : {1, 3}) {
+    std::ostringstream ir;
+    ComputeOptions o;
+    o.device = Device::CudaEmu;
+    o.devices = devices;
+    o.progress = false;
+    o.ir = &ir;
+    expect_same_bits(compute(outs, o), want, std::to_string(devices) + " devices");
+    EXPECT_EQ(ir.str().find("on the devices ("), std::string::npos) << ir.str();
+    EXPECT_NE(ir.str().find("the result of a library call, which runs on the host"),
+              std::string::npos)
+        << ir.str();
+  }
+  // matmul(a * 2 + 1, w): a's blocks copied in and made on the device, copied out for the call.
+  on_emu({matmul(a * 2 + 1, w)}, 1);
+  Stats s = stats();
+  EXPECT_EQ(s.last_to_device_bytes, 600 * 400 * 8);
+  EXPECT_EQ(s.last_to_host, 16);
+  EXPECT_EQ(s.last_to_host_bytes, 600 * 400 * 8);
+  // The same product with the flag off again: on the device, a plan of its own (the flag is part
+  // of the plan cache's key).
+  flags().no_device_blas = false;
+  std::ostringstream ir;
+  ComputeOptions o;
+  o.device = Device::CudaEmu;
+  o.progress = false;
+  o.ir = &ir;
+  expect_same_bits(compute({matmul(a * 2 + 1, w)}, o), {want[1]}, "flag off");
+  EXPECT_NE(ir.str().find("on the devices ("), std::string::npos);
+}

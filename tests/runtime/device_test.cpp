@@ -14,14 +14,21 @@ using namespace kiln;
 
 namespace {
 
-std::vector<NDArray> on_emu(const std::vector<Array>& outs, int devices, bool fuse = true,
-                            bool push_slices = true) {
+// cuda-emu on `devices` devices; its --emit-ir text to `ir` when given.
+ComputeOptions emu(int devices, std::ostream* ir = nullptr) {
   ComputeOptions o;
   o.device = Device::CudaEmu;
   o.devices = devices;
+  o.progress = false;
+  o.ir = ir;
+  return o;
+}
+
+std::vector<NDArray> on_emu(const std::vector<Array>& outs, int devices, bool fuse = true,
+                            bool push_slices = true) {
+  ComputeOptions o = emu(devices);
   o.fuse = fuse;
   o.push_slices = push_slices;
-  o.progress = false;
   return compute(outs, o);
 }
 
@@ -267,12 +274,7 @@ TEST(Devices, MatrixProductsRunOnTheDevicesWhereTheirOperandsAre) {
   std::vector<NDArray> want = compute(outs, cpu);
   for (int devices : {1, 3}) {
     std::ostringstream ir;
-    ComputeOptions o;
-    o.device = Device::CudaEmu;
-    o.devices = devices;
-    o.progress = false;
-    o.ir = &ir;
-    std::vector<NDArray> got = compute(outs, o);
+    std::vector<NDArray> got = compute(outs, emu(devices, &ir));
     expect_same_bits(got, want, std::to_string(devices) + " devices");
     EXPECT_NE(ir.str().find("on the devices (the host's BLAS on emulated device memory)"),
               std::string::npos);
@@ -296,10 +298,7 @@ TEST(Devices, MatrixProductsRunOnTheDevicesWhereTheirOperandsAre) {
   EXPECT_EQ(s.last_to_host, 4);
   EXPECT_EQ(s.last_to_host_bytes, 600 * 30 * 8);
   // Operands already on the device and a result kept there: nothing copied at all.
-  ComputeOptions keep;
-  keep.device = Device::CudaEmu;
-  keep.devices = 1;
-  keep.progress = false;
+  ComputeOptions keep = emu(1);
   keep.keep_on_device = true;
   std::vector<NDArray> resident = compute({a * 1, w * 1}, keep);
   NDArray p =
@@ -334,12 +333,7 @@ TEST(Devices, WithoutDeviceBlasMatrixProductsRunOnTheHostOnCopies) {
   flags().no_device_blas = true;
   for (int devices : {1, 3}) {
     std::ostringstream ir;
-    ComputeOptions o;
-    o.device = Device::CudaEmu;
-    o.devices = devices;
-    o.progress = false;
-    o.ir = &ir;
-    expect_same_bits(compute(outs, o), want, std::to_string(devices) + " devices");
+    expect_same_bits(compute(outs, emu(devices, &ir)), want, std::to_string(devices) + " devices");
     EXPECT_EQ(ir.str().find("on the devices ("), std::string::npos) << ir.str();
     EXPECT_NE(ir.str().find("the result of a library call, which runs on the host"),
               std::string::npos)
@@ -355,10 +349,6 @@ TEST(Devices, WithoutDeviceBlasMatrixProductsRunOnTheHostOnCopies) {
   // of the plan cache's key).
   flags().no_device_blas = false;
   std::ostringstream ir;
-  ComputeOptions o;
-  o.device = Device::CudaEmu;
-  o.progress = false;
-  o.ir = &ir;
-  expect_same_bits(compute({matmul(a * 2 + 1, w)}, o), {want[1]}, "flag off");
+  expect_same_bits(compute({matmul(a * 2 + 1, w)}, emu(1, &ir)), {want[1]}, "flag off");
   EXPECT_NE(ir.str().find("on the devices ("), std::string::npos);
 }

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "codegen/kernel_ir.hpp"
+#include "codegen/library.hpp"
 #include "support/device.hpp"
 
 namespace kiln::backend {
@@ -93,6 +94,18 @@ class DeviceBlas {
   virtual std::string name() const = 0;  // for --emit-ir: "cuBLAS", ...
 };
 
+// LAPACK calls in a device's memory (DeviceMemory backends): library::lapack's contract
+// (codegen/library.hpp: f's packed result, row-major parts, its errors) with a.data, b->data and
+// out in `device`'s memory; `out_bytes` is the packed result's size, `threads` the host threads
+// the call may use where it runs on the host. Thread-safe, ordered as DeviceBlas's calls.
+class DeviceLapack {
+ public:
+  virtual ~DeviceLapack() = default;
+  virtual void lapack(int device, LinalgFn f, DType t, const library::MatrixRef& a,
+                      const library::MatrixRef* b, void* out, size_t out_bytes, int threads) = 0;
+  virtual std::string name() const = 0;  // for --emit-ir: "cuSOLVER", ...
+};
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -113,6 +126,8 @@ class Backend {
   // Backends with device memory may run GEMM library calls there; nullptr: library calls run on
   // the host, on copies of their operands.
   virtual DeviceBlas* blas() { return nullptr; }
+  // Likewise for LAPACK calls; nullptr: they run on the host, on copies of their operands.
+  virtual DeviceLapack* lapack() { return nullptr; }
 };
 
 // The backend of a device (Default resolved first). Backends live for the process.

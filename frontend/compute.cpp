@@ -24,9 +24,9 @@ struct PlanKey {
   bool fuse;
   bool row_fusion;
   bool push_slices;
-  bool precise_math;    // selects other kernels
-  std::string math;     // KILN_MATH: so does this
-  bool no_device_blas;  // places GEMM calls elsewhere
+  bool precise_math;       // selects other kernels
+  std::string math;        // KILN_MATH: so does this
+  bool no_device_library;  // places library calls elsewhere
   bool operator<(const PlanKey& o) const {
     if (device != o.device) return device < o.device;
     if (fuse != o.fuse) return fuse < o.fuse;
@@ -34,7 +34,7 @@ struct PlanKey {
     if (push_slices != o.push_slices) return push_slices < o.push_slices;
     if (precise_math != o.precise_math) return precise_math < o.precise_math;
     if (math != o.math) return math < o.math;
-    if (no_device_blas != o.no_device_blas) return no_device_blas < o.no_device_blas;
+    if (no_device_library != o.no_device_library) return no_device_library < o.no_device_library;
     return outputs < o.outputs;
   }
 };
@@ -80,7 +80,7 @@ std::vector<NDArray> compute(const std::vector<Array>& arrays, const ComputeOpti
   backend::Backend& be = backend::backend_for(device);
   bool rows = fuse && opt.row_fusion && !flags().no_row_fusion;
   PlanKey key{
-      {}, device, fuse, rows, push, flags().precise_math, flags().math, flags().no_device_blas};
+      {}, device, fuse, rows, push, flags().precise_math, flags().math, flags().no_device_library};
   for (const auto& o : tmpl.outputs) key.outputs.push_back(o.get());
   std::shared_ptr<const Plan> plan;
   bool cached = false;

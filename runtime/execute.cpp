@@ -453,6 +453,7 @@ class Run {
     slot_es_.assign(params_.size(), 0);
     slot_rep_.resize(slots);
     blas_ = p_.device_blas ? be.blas() : nullptr;
+    lapack_ = p_.device_lapack ? be.lapack() : nullptr;
     library_dpart_.resize(static_cast<size_t>(p_.library_partials));
     for (const PlanGroup& g : p_.groups) {
       if (g.library >= 0) {
@@ -489,7 +490,23 @@ class Run {
   // of each result block: A's rows of the block, B's columns (positive strides, all of k).
   void library_slot_ranges(const PlanGroup& g) {
     const PlanLibrary& l = p_.libraries[g.library];
-    if (!blas_ || l.op != Op::MatMul || l.k == 0) return;
+    if (l.op == Op::Linalg) {  // device 0 reads every element of its Buffer operands
+      if (!lapack_) return;
+      for (const LibraryOperand* op : {&l.a, &l.b}) {
+        const int64_t rows = op == &l.a ? l.m : l.b_rows, cols = op == &l.a ? l.n : l.k;
+        if (!op->present() || op->array >= 0 || op->slot < 0 || rows == 0 || cols == 0) continue;
+        const MatrixLayout& m = op->layout;
+        const size_t at = slot_at(op->slot, 0);
+        slot_es_[op->slot] = dtype_size(l.dtype);
+        int64_t first = m.offset, last = m.offset;
+        for (int64_t s : {(rows - 1) * m.row_stride, (cols - 1) * m.col_stride})
+          (s < 0 ? first : last) += s;
+        slot_lo_[at] = std::min(slot_lo_[at], first);
+        slot_hi_[at] = std::max(slot_hi_[at], last);
+      }
+      return;
+    }
+    if (!blas_ || l.k == 0) return;
     for (int64_t block = 0; block < g.blocks; ++block) {
       int64_t lo[2], ext[2];
       p_.block_box(g, block, lo, ext);
@@ -969,27 +986,52 @@ class Run {
     return h.second.get();
   }
 
-  // A LAPACK call on its whole operands, into the packed result. Returns the bytes it wrote.
+  // A LAPACK call on its whole operands, into the packed result: on the host, or through the
+  // backend's DeviceLapack on device 0 (operands copied there as for kernels, the result into
+  // the device's copy of its array, and to the host where the array is host-homed). Returns the
+  // bytes it wrote.
   int64_t run_lapack(const PlanTask& task, const PlanLibrary& l) {
+    constexpr int dev = 0;
     auto ref = [&](const LibraryOperand& op, int64_t rows, int64_t cols) {
       library::MatrixRef r;
-      r.data = operand_data(op, rows, cols, l.dtype);
       r.rows = rows;
       r.cols = cols;
       r.offset = op.layout.offset;
       r.row_stride = op.layout.row_stride;
       r.col_stride = op.layout.col_stride;
+      if (!lapack_) {
+        r.data = operand_data(op, rows, cols, l.dtype);
+      } else if (op.array >= 0) {
+        r.data = read_replica(op.array, dev);
+      } else if (rows > 0 && cols > 0) {
+        auto [ptr, first] = slot_on(op.slot, dev);
+        r.data = ptr;
+        r.offset -= first;
+      }
       return r;
     };
     library::MatrixRef a = ref(l.a, l.m, l.n), b;
     if (l.b.present()) b = ref(l.b, l.b_rows, l.k);
-    ensure_array(l.out);
     const size_t es = dtype_size(l.dtype);
-    library::lapack(l.fn, l.dtype, a, l.b.present() ? &b : nullptr,
-                    static_cast<char*>(data_[l.out].get()) + l.out_offset * es,
-                    l.exclusive ? threads_ : 1);
+    const int64_t count = num_elements(l.call->shape);
+    const int threads = l.exclusive ? threads_ : 1;
+    if (lapack_) {
+      lapack_->lapack(dev, l.fn, l.dtype, a, l.b.present() ? &b : nullptr,
+                      static_cast<char*>(write_replica(l.out, dev)) + l.out_offset * es,
+                      static_cast<size_t>(count) * es, threads);
+      if (host_homed_[l.out]) {
+        ensure_array(l.out);
+        const int64_t strides[1] = {1};
+        download_box(dev, data_[l.out].get(), write_replica(l.out, dev), es, l.out_offset, 1,
+                     &count, strides);
+      }
+    } else {
+      ensure_array(l.out);
+      library::lapack(l.fn, l.dtype, a, l.b.present() ? &b : nullptr,
+                      static_cast<char*>(data_[l.out].get()) + l.out_offset * es, threads);
+    }
     release_reads(task);
-    return num_elements(l.call->shape) * static_cast<int64_t>(es);
+    return count * static_cast<int64_t>(es);
   }
 
   // Adds a result block's partials (splits 1, 2, ...) to it, in split order; frees them.
@@ -1179,8 +1221,9 @@ class Run {
   std::mutex ready_mu_;  // guards ready_ when several threads run
   ReadySet ready_;
   std::vector<void*> partial_;
-  std::vector<void*> library_partial_;   // Library tasks' partials, until their LibrarySum
-  backend::DeviceBlas* blas_ = nullptr;  // device plans: GEMM calls on the devices
+  std::vector<void*> library_partial_;       // Library tasks' partials, until their LibrarySum
+  backend::DeviceBlas* blas_ = nullptr;      // device plans: GEMM calls on the devices
+  backend::DeviceLapack* lapack_ = nullptr;  // and LAPACK calls on device 0
   std::vector<std::shared_ptr<void>> library_dpart_;  // their partials, on the devices
   // Device plans (start_devices): the arena, and where arrays, blocks and Buffer leaves are.
   std::unique_ptr<DeviceArena> arena_;

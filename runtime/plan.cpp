@@ -255,6 +255,8 @@ std::string storage_summary(const Plan& p) {
   };
   const bool device = backend::backend_for(p.device).memory() != nullptr;
   backend::DeviceBlas* blas = p.device_blas ? backend::backend_for(p.device).blas() : nullptr;
+  backend::DeviceLapack* lapack =
+      p.device_lapack ? backend::backend_for(p.device).lapack() : nullptr;
   std::string s = "storage of materialized arrays:\n";
   for (const PlanArray& a : p.arrays) {
     s += "  " + node_label(*a.node) + ": " +
@@ -281,7 +283,8 @@ std::string storage_summary(const Plan& p) {
       s += "library call " + std::to_string(l.group) + ": " + node_label(*l.call) + " = " +
            linalg_name(l.fn) + " of A " + shape_str({l.m, l.n}) +
            (l.b.present() ? " and B " + shape_str({l.b_rows, l.k}) : "") + ", " + l.routine +
-           " in one task, on a copy" +
+           " in one task, " +
+           (lapack ? "on device 0 (" + lapack->name() + ")" : std::string("on a copy")) +
            (l.exclusive ? "; alone in the plan: with every thread of the run" : "") + "\n";
       for (const LibraryOperand* op : {&l.a, &l.b})
         if (op->present())
@@ -830,12 +833,13 @@ class PlanBuilder {
 };
 
 // Device plans: which arrays must live on the host, and why (the executor's "device plans").
-// GEMM calls run on the devices when the backend has DeviceBlas; LAPACK calls on the host.
-void place_on_devices(Plan& p, bool device_blas) {
+// GEMM calls run on the devices when the backend has DeviceBlas, LAPACK calls when it has
+// DeviceLapack (Plan::device_blas, device_lapack); otherwise on the host.
+void place_on_devices(Plan& p) {
   for (const PlanReduce& r : p.reduces)
     p.arrays[r.array].host_because = "a reduction result: partials are combined on the host";
   for (const PlanLibrary& l : p.libraries) {
-    if (device_blas && l.op == Op::MatMul) {
+    if (l.op == Op::MatMul ? p.device_blas : p.device_lapack) {
       p.arrays[l.out].device_stored = true;
       continue;
     }
@@ -859,8 +863,10 @@ std::unique_ptr<Plan> build_plan(FusedGraph fused, Device device, std::ostream* 
   plan->fused = std::move(fused);
   backend::Backend& be = backend::backend_for(plan->device);
   PlanBuilder(*plan, be, kernel_dump).run();
-  plan->device_blas = be.memory() && be.blas() && !flags().no_device_blas;
-  if (be.memory()) place_on_devices(*plan, plan->device_blas);
+  const bool device_library = be.memory() && !flags().no_device_library;
+  plan->device_blas = device_library && be.blas();
+  plan->device_lapack = device_library && be.lapack();
+  if (be.memory()) place_on_devices(*plan);
   return plan;
 }
 

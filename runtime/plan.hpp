@@ -155,6 +155,7 @@ struct PlanTask {
 struct Plan {
   Device device = Device::Cpu;  // whose backend compiled the kernels
   bool device_blas = false;     // GEMM calls run on the devices (the backend's DeviceBlas)
+  bool device_lapack = false;   // LAPACK calls run on device 0 (the backend's DeviceLapack)
   FusedGraph fused;
   std::vector<PlanArray> arrays;
   std::vector<PlanGroup> groups;

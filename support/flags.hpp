@@ -30,9 +30,9 @@
 // | KILN_DEVICES=N    | devices      | devices a plan's blocks are spread over, for backends with|
 // |                   |              | device memory (cuda: default every GPU; cuda-emu: 1, up   |
 // |                   |              | to 16 emulated)                                           |
-// | KILN_NO_DEVICE_BLAS=1 | no_device_blas | device plans run GEMM calls on the host, on  |
-// |                   |              | copies (the path of a GPU without cuBLAS), not on the     |
-// |                   |              | devices                                                   |
+// | KILN_NO_DEVICE_LIBRARY=1 | no_device_library | device plans run library calls (GEMM,  |
+// |                   |              | LAPACK) on the host, on copies (the path of a GPU without |
+// |                   |              | cuBLAS or cuSOLVER), not on the devices                   |
 // | KILN_CUDA_CHECK=A | cuda_check   | cuda-emu also compiles each kernel's GPU source with NVRTC|
 // |                   |              | for these architectures ("80,90"); a failure is an error  |
 // | KILN_EMU_CXX=C    | emu_cxx      | the host compiler cuda-emu runs (default c++)             |
@@ -59,7 +59,7 @@ struct Flags {
   std::string cache_dir;
   std::string device;  // "" (cpu), "cpu", "interp", ...; checked when used (support/device.hpp)
   int devices = 0;     // 0: the backend's default
-  bool no_device_blas = false;
+  bool no_device_library = false;
   std::string cuda_check;  // "80,90": NVRTC architectures cuda-emu also compiles for
   std::string emu_cxx = "c++";
 };

@@ -312,11 +312,11 @@ TEST(Devices, MatrixProductsRunOnTheDevicesWhereTheirOperandsAre) {
 }
 
 TEST(Devices, WithoutDeviceBlasMatrixProductsRunOnTheHostOnCopies) {
-  // The path of a GPU without cuBLAS (KILN_NO_DEVICE_BLAS=1 forces it on cuda-emu): GEMM calls
+  // The path of a GPU without cuBLAS (KILN_NO_DEVICE_LIBRARY=1 forces it on cuda-emu): GEMM calls
   // run on the host, their operands made on the devices copied to the host and their results
   // copied to the devices of the kernels that read them; the CPU's bits, on 1 and 3 devices.
   struct Reset {
-    ~Reset() { flags().no_device_blas = false; }
+    ~Reset() { flags().no_device_library = false; }
   } reset;
   ComputeOptions cpu;
   cpu.device = Device::Cpu;
@@ -330,7 +330,7 @@ TEST(Devices, WithoutDeviceBlasMatrixProductsRunOnTheHostOnCopies) {
   std::vector<Array> outs = {matmul(a, w), matmul(a * 2 + 1, w), matmul(t.T(), t),
                              (matmul(a, w) * 3).sum({0}), matmul(y.T(), y)};
   std::vector<NDArray> want = compute(outs, cpu);
-  flags().no_device_blas = true;
+  flags().no_device_library = true;
   for (int devices : {1, 3}) {
     std::ostringstream ir;
     expect_same_bits(compute(outs, emu(devices, &ir)), want, std::to_string(devices) + " devices");
@@ -347,8 +347,58 @@ TEST(Devices, WithoutDeviceBlasMatrixProductsRunOnTheHostOnCopies) {
   EXPECT_EQ(s.last_to_host_bytes, 600 * 400 * 8);
   // The same product with the flag off again: on the device, a plan of its own (the flag is part
   // of the plan cache's key).
-  flags().no_device_blas = false;
+  flags().no_device_library = false;
   std::ostringstream ir;
   expect_same_bits(compute({matmul(a * 2 + 1, w)}, emu(1, &ir)), {want[1]}, "flag off");
   EXPECT_NE(ir.str().find("on the devices ("), std::string::npos);
+}
+
+TEST(Devices, LapackCallsRunOnDeviceZero) {
+  // LAPACK calls on a backend with DeviceLapack (cuda-emu: the host's LAPACK on the emulated
+  // memory, every operand's and result's extent checked): the CPU's bits on 1 and 3 devices for
+  // TSQR (per-block calls and their tree), calls reading a Buffer leaf in place (a slice at an
+  // offset) and a computed operand, and a kernel reading a call's result; and the copies.
+  NDArray td = kt::random_array(DType::Float64, {2000, 40}, 31, -1, 1);
+  NDArray sd = kt::random_array(DType::Float64, {60, 50}, 32, -1, 1);
+  NDArray bd = kt::random_array(DType::Float64, {50, 3}, 33, -1, 1);
+  Array t = kt::lazy(td, {500, 40});
+  Array s = kt::lazy(sd).slice({Slice(10, 60), Slice(0, 50)});  // 50 x 50 at an offset
+  Array spd = matmul(s.T(), s);  // positive definite: s has full rank
+  linalg::QR qr = linalg::qr(t);
+  linalg::SVD sv = linalg::svd(t * 2);
+  std::vector<Array> outs = {qr.q,
+                             qr.r,
+                             sv.s,
+                             linalg::solve(s, kt::lazy(bd)),
+                             linalg::cholesky(spd),
+                             linalg::det(s),
+                             linalg::inv(s) * 3 + 1};
+  ComputeOptions cpu;
+  cpu.device = Device::Cpu;
+  cpu.progress = false;
+  std::vector<NDArray> want = compute(outs, cpu);
+  for (int devices : {1, 3}) {
+    std::ostringstream ir;
+    expect_same_bits(compute(outs, emu(devices, &ir)), want, std::to_string(devices) + " devices");
+    EXPECT_NE(ir.str().find("on device 0 (the host's LAPACK on emulated device memory)"),
+              std::string::npos)
+        << ir.str();
+    EXPECT_EQ(ir.str().find("on a copy"), std::string::npos) << ir.str();
+  }
+  // On one device: the 50 rows of s's memory the call reads copied in once, and b; the result
+  // out once; nothing else.
+  on_emu({linalg::solve(s, kt::lazy(bd))}, 1);
+  Stats st = stats();
+  EXPECT_EQ(st.last_to_device_bytes, (50 * 50 + 50 * 3) * 8);
+  EXPECT_EQ(st.last_to_host, 1);
+  EXPECT_EQ(st.last_to_host_bytes, 50 * 3 * 8);
+
+  // KILN_NO_DEVICE_LIBRARY: the same calls on the host, on copies, with the same bits.
+  struct Reset {
+    ~Reset() { flags().no_device_library = false; }
+  } reset;
+  flags().no_device_library = true;
+  std::ostringstream ir;
+  expect_same_bits(compute(outs, emu(3, &ir)), want, "on the host");
+  EXPECT_NE(ir.str().find("on a copy"), std::string::npos);
 }

@@ -312,7 +312,7 @@ class EmuBackend final : public backend::Backend {
     Printed p = print(k, Flavor::Device, kiln_math());
     uint64_t h = hash_bytes(0, p.source);
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      std::lock_guard<std::mutex> lock(checked_mu_);
       if (!checked_.insert(h).second) return;
     }
     // One thread per architecture (NVRTC is thread-safe).
@@ -393,6 +393,7 @@ class EmuBackend final : public backend::Backend {
   mutable std::mutex mu_;
   std::unordered_map<uint64_t, EmuFn> fns_;
   std::map<std::pair<ReduceFn, DType>, std::shared_ptr<const backend::Combiner>> combiners_;
+  std::mutex checked_mu_;  // not mu_, which the host compiler's run holds
   std::unordered_set<uint64_t> checked_;
   backend::CompileStats stats_;
   std::atomic<int64_t> counter_{0};

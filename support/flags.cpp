@@ -18,7 +18,8 @@ Flags from_env() {
   if (const char* v = std::getenv("KILN_TARGET_CPU")) f.target_cpu = v;
   if (const char* v = std::getenv("KILN_FAIL_ALLOC_ABOVE")) f.fail_alloc_above = std::atoll(v);
   if (const char* v = std::getenv("KILN_NO_BLOCK_POOL")) f.no_block_pool = std::atoi(v) != 0;
-  if (const char* v = std::getenv("KILN_NO_DEVICE_LIBRARY")) f.no_device_library = std::atoi(v) != 0;
+  if (const char* v = std::getenv("KILN_NO_DEVICE_LIBRARY"))
+    f.no_device_library = std::atoi(v) != 0;
   if (const char* v = std::getenv("KILN_DEVICE")) f.device = v;
   if (const char* v = std::getenv("KILN_DEVICES")) f.devices = std::atoi(v);
   if (const char* v = std::getenv("KILN_CUDA_CHECK")) f.cuda_check = v;

@@ -14,6 +14,19 @@ using namespace kiln;
 
 namespace {
 
+ComputeOptions cpu_options() {
+  ComputeOptions o;
+  o.device = Device::Cpu;
+  o.progress = false;
+  return o;
+}
+
+// KILN_NO_DEVICE_LIBRARY's flag for one test, off again at its end.
+struct NoDeviceLibrary {
+  void set(bool on) { flags().no_device_library = on; }
+  ~NoDeviceLibrary() { set(false); }
+};
+
 // cuda-emu on `devices` devices; its --emit-ir text to `ir` when given.
 ComputeOptions emu(int devices, std::ostream* ir = nullptr) {
   ComputeOptions o;
@@ -244,9 +257,7 @@ TEST(Devices, MatrixProductsRunOnTheDevicesWhereTheirOperandsAre) {
   // GEMM library calls on a backend with DeviceBlas (cuda-emu: the host's BLAS on the emulated
   // memory, every operand's extent checked to be the device's): the CPU's bits for every way a
   // call reads and writes, on 1 and 3 devices, with the copies a GPU would need and no others.
-  ComputeOptions cpu;
-  cpu.device = Device::Cpu;
-  cpu.progress = false;
+  const ComputeOptions cpu = cpu_options();
   NDArray ad = kt::random_array(DType::Float64, {600, 400}, 11, -1, 1);
   NDArray wd = kt::random_array(DType::Float64, {400, 30}, 12, -1, 1);
   NDArray td = kt::random_array(DType::Float64, {4000, 50}, 13, -1, 1);
@@ -315,12 +326,8 @@ TEST(Devices, WithoutDeviceBlasMatrixProductsRunOnTheHostOnCopies) {
   // The path of a GPU without cuBLAS (KILN_NO_DEVICE_LIBRARY=1 forces it on cuda-emu): GEMM calls
   // run on the host, their operands made on the devices copied to the host and their results
   // copied to the devices of the kernels that read them; the CPU's bits, on 1 and 3 devices.
-  struct Reset {
-    ~Reset() { flags().no_device_library = false; }
-  } reset;
-  ComputeOptions cpu;
-  cpu.device = Device::Cpu;
-  cpu.progress = false;
+  NoDeviceLibrary host_library;
+  const ComputeOptions cpu = cpu_options();
   NDArray ad = kt::random_array(DType::Float64, {600, 400}, 21, -1, 1);
   NDArray wd = kt::random_array(DType::Float64, {400, 30}, 22, -1, 1);
   NDArray td = kt::random_array(DType::Float64, {4000, 50}, 23, -1, 1);
@@ -330,7 +337,7 @@ TEST(Devices, WithoutDeviceBlasMatrixProductsRunOnTheHostOnCopies) {
   std::vector<Array> outs = {matmul(a, w), matmul(a * 2 + 1, w), matmul(t.T(), t),
                              (matmul(a, w) * 3).sum({0}), matmul(y.T(), y)};
   std::vector<NDArray> want = compute(outs, cpu);
-  flags().no_device_library = true;
+  host_library.set(true);
   for (int devices : {1, 3}) {
     std::ostringstream ir;
     expect_same_bits(compute(outs, emu(devices, &ir)), want, std::to_string(devices) + " devices");
@@ -347,7 +354,7 @@ TEST(Devices, WithoutDeviceBlasMatrixProductsRunOnTheHostOnCopies) {
   EXPECT_EQ(s.last_to_host_bytes, 600 * 400 * 8);
   // The same product with the flag off again: on the device, a plan of its own (the flag is part
   // of the plan cache's key).
-  flags().no_device_library = false;
+  host_library.set(false);
   std::ostringstream ir;
   expect_same_bits(compute({matmul(a * 2 + 1, w)}, emu(1, &ir)), {want[1]}, "flag off");
   EXPECT_NE(ir.str().find("on the devices ("), std::string::npos);
@@ -373,9 +380,7 @@ TEST(Devices, LapackCallsRunOnDeviceZero) {
                              linalg::cholesky(spd),
                              linalg::det(s),
                              linalg::inv(s) * 3 + 1};
-  ComputeOptions cpu;
-  cpu.device = Device::Cpu;
-  cpu.progress = false;
+  const ComputeOptions cpu = cpu_options();
   std::vector<NDArray> want = compute(outs, cpu);
   for (int devices : {1, 3}) {
     std::ostringstream ir;
@@ -394,10 +399,8 @@ TEST(Devices, LapackCallsRunOnDeviceZero) {
   EXPECT_EQ(st.last_to_host_bytes, 50 * 3 * 8);
 
   // KILN_NO_DEVICE_LIBRARY: the same calls on the host, on copies, with the same bits.
-  struct Reset {
-    ~Reset() { flags().no_device_library = false; }
-  } reset;
-  flags().no_device_library = true;
+  NoDeviceLibrary host_library;
+  host_library.set(true);
   std::ostringstream ir;
   expect_same_bits(compute(outs, emu(3, &ir)), want, "on the host");
   EXPECT_NE(ir.str().find("on a copy"), std::string::npos);

@@ -31,9 +31,9 @@ typedef unsigned long long I;
 KILN_M_SCALAR_HELPERS
 static inline double kiln_m_fma(double a, double b, double c) { return std::fma(a, b, c); }
 static inline double kiln_m_rint(double x) { return std::rint(x); }
+static inline double kiln_m_floor(double x) { return std::floor(x); }
 static inline double kiln_m_sqrt(double x) { return std::sqrt(x); }
 static inline double kiln_m_gather(const double* t, double i) { return t[int(i)]; }
-static inline double kiln_m_lookup8(const double* t, double i) { return t[int(i)]; }
 static inline I kiln_m_bits(double x) {
   I b;
   std::memcpy(&b, &x, 8);
@@ -61,7 +61,7 @@ static inline void kiln_m_set(double& x, int, double v) { x = v; }
 
 // --- vectors ------------------------------------------------------------------------------------
 // One namespace per ISA, each with the source included under that ISA's target options.
-#define KILN_M_VECTOR_HELPERS(V, I, FMA, RINT, ALL, WITHIN, SQRT, GATHER, LOOKUP8)                 \
+#define KILN_M_VECTOR_HELPERS(V, I, FMA, RINT, FLOOR, ALL, WITHIN, SQRT, GATHER)                   \
   template <class M> /* a comparison's mask: an int64 vector (long or long long) */                \
   static inline __attribute__((always_inline)) bool kiln_m_all(M m) {                              \
     return ALL;                                                                                    \
@@ -71,12 +71,10 @@ static inline void kiln_m_set(double& x, int, double v) { x = v; }
   }                                                                                                \
   static inline __attribute__((always_inline)) V kiln_m_fma(V a, V b, V c) { return FMA; }         \
   static inline __attribute__((always_inline)) V kiln_m_rint(V x) { return RINT; }                 \
+  static inline __attribute__((always_inline)) V kiln_m_floor(V x) { return FLOOR; }               \
   static inline __attribute__((always_inline)) V kiln_m_sqrt(V x) { return SQRT; }                 \
   static inline __attribute__((always_inline)) V kiln_m_gather(const double* t, V i) {             \
     return GATHER;                                                                                 \
-  }                                                                                                \
-  static inline __attribute__((always_inline)) V kiln_m_lookup8(const double* t, V i) {            \
-    return LOOKUP8;                                                                                \
   }                                                                                                \
   static inline __attribute__((always_inline)) I kiln_m_bits(V x) { return (I)x; }                 \
   static inline __attribute__((always_inline)) V kiln_m_from_bits(V, I b) { return (V)b; }         \
@@ -99,10 +97,11 @@ typedef float F __attribute__((vector_size(16)));
 // SSE4 has no FMA instruction: each lane through libm's fma (exact; only the x86-64-v2 target).
 KILN_M_VECTOR_HELPERS(V, I, (V{std::fma(a[0], b[0], c[0]), std::fma(a[1], b[1], c[1])}),
                       _mm_round_pd(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC),
+                      _mm_round_pd(x, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC),
                       _mm_movemask_pd(reinterpret_cast<__m128d>(m)) == 3,
                       _mm_movemask_pd(_mm_and_pd(_mm_cmple_pd(_mm_set1_pd(lo), x),
                                                  _mm_cmple_pd(x, _mm_set1_pd(hi)))) == 3,
-                      _mm_sqrt_pd(x), (V{t[int(i[0])], t[int(i[1])]}), kiln_m_gather(t, i))
+                      _mm_sqrt_pd(x), (V{t[int(i[0])], t[int(i[1])]}))
 #define KILN_M_FN static inline __attribute__((always_inline))
 #define KILN_M_COLD static __attribute__((noinline, cold))
 #include "codegen/math/kiln_math.inc"
@@ -121,28 +120,16 @@ namespace kiln_math_d {
 typedef double V __attribute__((vector_size(32)));
 typedef unsigned long long I __attribute__((vector_size(32)));
 typedef float F __attribute__((vector_size(32)));
-// t[i] from a table of 8 by two in-register permutes (as float pairs) and a blend on i's bit 2:
-// Zen 4's vgatherdpd measured slower.
-static inline __attribute__((always_inline)) V kiln_m_lookup8_avx2(const double* t, V i) {
-  __m256i ib = _mm256_castpd_si256(_mm256_add_pd(i, _mm256_set1_pd(6755399441055744.0)));
-  __m256i lo2 = _mm256_slli_epi64(_mm256_and_si256(ib, _mm256_set1_epi64x(3)), 1);
-  __m256i idx =
-      _mm256_or_si256(lo2, _mm256_slli_epi64(_mm256_add_epi64(lo2, _mm256_set1_epi64x(1)), 32));
-  __m256 a = _mm256_permutevar8x32_ps(_mm256_castpd_ps(_mm256_loadu_pd(t)), idx);
-  __m256 b = _mm256_permutevar8x32_ps(_mm256_castpd_ps(_mm256_loadu_pd(t + 4)), idx);
-  return _mm256_blendv_pd(_mm256_castps_pd(a), _mm256_castps_pd(b),
-                          _mm256_castsi256_pd(_mm256_slli_epi64(ib, 61)));
-}
 KILN_M_VECTOR_HELPERS(
     V, I, _mm256_fmadd_pd(a, b, c),
     _mm256_round_pd(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC),
+    _mm256_round_pd(x, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC),
     _mm256_movemask_pd(reinterpret_cast<__m256d>(m)) == 15,
     _mm256_movemask_pd(_mm256_and_pd(_mm256_cmp_pd(_mm256_set1_pd(lo), x, _CMP_LE_OQ),
                                      _mm256_cmp_pd(x, _mm256_set1_pd(hi), _CMP_LE_OQ))) == 15,
     _mm256_sqrt_pd(x),
     _mm256_mask_i32gather_pd(_mm256_setzero_pd(), t, _mm256_cvttpd_epi32(i),
-                             _mm256_castsi256_pd(_mm256_set1_epi64x(-1)), 8),
-    kiln_m_lookup8_avx2(t, i))
+                             _mm256_castsi256_pd(_mm256_set1_epi64x(-1)), 8))
 // Constants as 32-byte memory operands rather than GCC's broadcasts into registers (one
 // instruction and an FP pipe each): an empty asm that might write the constant keeps GCC from
 // folding it into a broadcast, and the load folds into the instruction that uses it.
@@ -186,15 +173,12 @@ typedef float F __attribute__((vector_size(64)));
 KILN_M_VECTOR_HELPERS(
     V, I, _mm512_fmadd_pd(a, b, c),
     _mm512_maskz_roundscale_pd(0xff, x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC),
+    _mm512_maskz_roundscale_pd(0xff, x, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC),
     _mm512_test_epi64_mask(reinterpret_cast<__m512i>(m), reinterpret_cast<__m512i>(m)) == 0xff,
     _mm512_mask_cmp_pd_mask(_mm512_cmp_pd_mask(_mm512_set1_pd(lo), x, _CMP_LE_OQ), x,
                             _mm512_set1_pd(hi), _CMP_LE_OQ) == 0xff,
     _mm512_maskz_sqrt_pd(0xff, x),
-    _mm512_mask_i32gather_pd(_mm512_setzero_pd(), 0xff, _mm512_maskz_cvttpd_epi32(0xff, i), t, 8),
-    /* a table of 8 in one register: the index from the low bits of 1.5 * 2^52 + i */
-    _mm512_maskz_permutexvar_pd(
-        0xff, _mm512_castpd_si512(_mm512_add_pd(i, _mm512_set1_pd(6755399441055744.0))),
-        _mm512_loadu_pd(t)))
+    _mm512_mask_i32gather_pd(_mm512_setzero_pd(), 0xff, _mm512_maskz_cvttpd_epi32(0xff, i), t, 8))
 #define KILN_M_FN static inline __attribute__((always_inline))
 #define KILN_M_COLD static __attribute__((noinline, cold))
 #include "codegen/math/kiln_math.inc"

@@ -10,7 +10,7 @@ double, highest first, with the fit's error in units of the last place of the re
   expm1, tanh, pow);
 - L(z) ~ (atanh(s) / s - 1) / z, z = s^2, |s| <= (sqrt 2 - 1) / (sqrt 2 + 1) (+ 2^-20), degree 7
   (kiln_m_log_core: log, log1p);
-- T(z) ~ (atan t - t) / t^3, z = t^2, |t| <= 1 (+ 2^-20 in z), degree 19 (kiln_m_atan);
+- T(z) ~ (atan u - u) / u^3, z = u^2, |u| <= tan(pi/8) (+ 2^-20), degree 10 (kiln_m_atan);
 - N(z) / D(z) ~ (tan r - r) / r^3, z = r^2, the [3/4] Pade approximant from the Taylor series,
   its error over |r| <= pi/4 (+ 2^-20) relative to tan r (kiln_m_tan_pade).
 The last three by interpolation at Chebyshev nodes (mpmath's chebyfit fails on Q's interval,
@@ -114,7 +114,7 @@ h = mp.log(2) / 2 * grow
 interpolate("Q", Q, -h, h, 10, h**2)  # of e^r near 1
 smax = (mp.sqrt(2) - 1) / (mp.sqrt(2) + 1) * grow
 interpolate("L", L, 0, smax**2, 7, smax**2)  # relative to log m ~ 2s
-interpolate("T", T, 0, grow, 19, 1 / mp.atan(1))  # relative to atan t, t <= 1
+interpolate("T", T, 0, (mp.tan(mp.pi / 8) * grow) ** 2, 10, mp.tan(mp.pi / 8) ** 2)  # relative to u
 
 
 zq = (mp.pi / 4 * grow) ** 2

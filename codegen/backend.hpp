@@ -106,6 +106,17 @@ class DeviceLapack {
   virtual std::string name() const = 0;  // for --emit-ir: "cuSOLVER", ...
 };
 
+// cuRAND's generator in a device's memory (DeviceMemory backends; random::Engine::Curand):
+// out[i] = element offset + i of cuRAND's Philox4_32_10 sequence for `seed` (kind Normal or
+// Uniform), the values library::curand_host gives. Thread-safe, ordered as DeviceBlas's calls.
+class DeviceRandom {
+ public:
+  virtual ~DeviceRandom() = default;
+  virtual void generate(int device, RandomKind kind, uint64_t seed, int64_t offset, int64_t count,
+                        double* out) = 0;
+  virtual std::string name() const = 0;  // for --emit-ir: "cuRAND's device generator", ...
+};
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -128,6 +139,9 @@ class Backend {
   virtual DeviceBlas* blas() { return nullptr; }
   // Likewise for LAPACK calls; nullptr: they run on the host, on copies of their operands.
   virtual DeviceLapack* lapack() { return nullptr; }
+  // Likewise for cuRAND's generator (Engine::Curand arrays); nullptr: cuRAND's host generator
+  // fills them on the host.
+  virtual DeviceRandom* random() { return nullptr; }
 };
 
 // The backend of a device (Default resolved first). Backends live for the process.

@@ -12,6 +12,7 @@
 #include <string>
 
 #include "ir/dtype.hpp"
+#include "ir/functions.hpp"
 
 namespace kiln::library {
 
@@ -53,5 +54,20 @@ struct MatrixRef {
 // lstsq), with LAPACK's info.
 void lapack(LinalgFn f, DType t, const MatrixRef& a, const MatrixRef* b, void* out,
             int threads = 1);
+
+// ---- cuRAND's bulk generator (random::Engine::Curand) -----------------------------------------
+// libcurand is loaded at run time (codegen/cuda/curand.cpp), so Kiln builds and runs without it.
+
+// The cuRAND seed of the `stream`-th array a Generator(seed, Engine::Curand) makes.
+uint64_t curand_seed(uint64_t seed, int64_t stream);
+
+// Whether libcurand loads with every function Kiln calls (no GPU needed); if not, why.
+bool curand_available(std::string* why);
+
+// out[i] = element offset + i of cuRAND's Philox4_32_10 sequence for `seed` (kind Normal: normal
+// doubles; Uniform: uniform doubles in (0, 1]), by cuRAND's host generator: for every offset and
+// count, the elements of one generation of the whole sequence (so the values do not depend on how
+// an array is split into calls). Throws kiln::Error when cuRAND cannot be loaded or fails.
+void curand_host(RandomKind kind, uint64_t seed, int64_t offset, int64_t count, double* out);
 
 }  // namespace kiln::library

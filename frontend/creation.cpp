@@ -3,6 +3,7 @@
 // never need the rest of the array.
 #include <cmath>
 
+#include "codegen/library.hpp"
 #include "frontend/build.hpp"
 #include "support/npy.hpp"
 
@@ -134,11 +135,18 @@ void save_npy(const std::string& path, const Array& a) { a.compute().save_npy(pa
 
 namespace random {
 
+Generator::Generator(uint64_t seed, Engine engine) : seed_(seed), engine_(engine) {
+  std::string why;
+  if (engine == Engine::Curand && !library::curand_available(&why))
+    throw Error("random.Generator: Engine::Curand needs NVIDIA cuRAND at run time: " + why +
+                "; use Engine::Kiln (the default)");
+}
+
 Array Generator::make(RandomKind kind, const Shape& shape, const Shape& chunks, int64_t lo,
                       int64_t hi, DType dtype) {
   Chunks c = make_chunks("random", shape, chunks);
   Attrs a = contiguous_view(shape);
-  a.ints = {static_cast<int64_t>(kind), next_stream_++, lo, hi};
+  a.ints = {static_cast<int64_t>(kind), next_stream_++, lo, hi, static_cast<int64_t>(engine_)};
   a.i = static_cast<int64_t>(seed_);
   return Array(ctx().make(Op::Random, dtype, shape, c, {}, std::move(a)));
 }
@@ -152,7 +160,10 @@ Array Generator::uniform(double low, double high, const Shape& shape, const Shap
     throw Error("random.uniform: low, high and high - low must be finite, got low " +
                 std::to_string(low) + ", high " + std::to_string(high));
   Array u = make(RandomKind::Uniform, shape, chunks);
-  if (dtype == DType::Float64 && low == 0 && high == 1) return u;  // u < 1 exactly
+  // cuRAND's u in (0, 1] to [0, 1]: 1 - u rounds to 1 for the smallest u (below, the clamp).
+  if (engine_ == Engine::Curand) u = 1.0 - u;
+  if (dtype == DType::Float64 && low == 0 && high == 1 && engine_ == Engine::Kiln)
+    return u;  // u < 1 exactly
   Array r = (low == 0 && high == 1 ? u : u * (high - low) + low).astype(dtype);
   if (!(low < high)) return r;
   // Rounding (of u * (high - low) + low, and to float32) can give `high` itself, which NumPy
@@ -177,6 +188,10 @@ Array Generator::normal(double mean, double std, const Shape& shape, const Shape
 
 Array Generator::integers(int64_t low, int64_t high, const Shape& shape, const Shape& chunks,
                           DType dtype) {
+  if (engine_ == Engine::Curand)
+    throw Error(
+        "random.integers: Engine::Curand makes normal and uniform floats only; use a "
+        "Generator with Engine::Kiln for integers");
   if (high <= low)
     throw Error("random.integers: expected low < high, got low " + std::to_string(low) + ", high " +
                 std::to_string(high));

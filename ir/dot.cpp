@@ -47,11 +47,12 @@ void write_dot(std::ostream& os, const FusedGraph& f) {
     std::string label = node_label(*n);
     std::string r = reason.count(n) ? "\\n[" + reason.at(n) + "]" : "";
     bool library = k != kernel.end() && f.groups[k->second].library &&
-                   (n->op == Op::MatMul || n->op == Op::Linalg);
+                   (n->op == Op::MatMul || n->op == Op::Linalg || n->curand_leaf());
     std::string routine = n->op == Op::MatMul ? std::string("BLAS gemm")
                           : n->op == Op::Linalg
                               ? std::string("LAPACK ") + linalg_routines(LinalgFn(n->attrs.ints[0]))
-                              : std::string();
+                          : n->curand_leaf() ? std::string("cuRAND Philox4_32_10")
+                                             : std::string();
     std::string where = k == kernel.end() ? ""
                         : library
                             ? "\\nlibrary call " + std::to_string(k->second) + " (" + routine + ")"

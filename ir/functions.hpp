@@ -33,6 +33,11 @@ enum class RandomKind : uint8_t {
 #include "ir/random.def"
 #undef KILN_RANDOM
 };
+// Who makes a Random leaf's elements. Kiln: its Philox4x32-10 stream and ziggurat, computed inside
+// the kernels that read them, the same bits on every device. Curand: NVIDIA cuRAND's
+// Philox4_32_10 generator (normal: Box-Muller; uniform: (0, 1]), a library call that fills the
+// whole array (on the GPU with the device generator, elsewhere with cuRAND's host generator).
+enum class RandomEngine : uint8_t { Kiln, Curand };
 
 // How many there are (for loops over every function).
 inline constexpr int kNumUnaryFns = 0

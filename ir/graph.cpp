@@ -71,6 +71,7 @@ std::string node_label(const Node& n) {
       break;
     case Op::Random: {
       os << "[" << random_name(RandomKind(a.ints[0])) << " stream=" << a.ints[1];
+      if (n.curand_leaf()) os << " cuRAND";
       if (a.slot >= 0)
         os << " seed=$" << a.slot;
       else

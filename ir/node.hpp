@@ -73,6 +73,13 @@ struct Node {
   // Reduce: per dim of its input (the reduction's domain), the stride of the result element that
   // the input element folds into: the result's C-order strides, 0 on the reduced dims.
   std::vector<int64_t> result_strides() const;
+  // Random: ints = {RandomKind, stream, low, high, RandomEngine}.
+  RandomKind random_kind() const { return static_cast<RandomKind>(attrs.ints[0]); }
+  // A Random leaf that cuRAND fills by a library call (never computed inside a kernel).
+  bool curand_leaf() const {
+    return op == Op::Random && attrs.ints.size() > 4 &&
+           static_cast<RandomEngine>(attrs.ints[4]) == RandomEngine::Curand;
+  }
   ~Node();
 };
 

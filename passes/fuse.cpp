@@ -27,6 +27,7 @@ std::string materialize_reason(const Node& n, bool enabled, bool is_output) {
   if (n.op == Op::Linalg)
     return std::string("library call (LAPACK ") + linalg_routines(LinalgFn(n.attrs.ints[0])) + ")" +
            out;
+  if (n.curand_leaf()) return "library call (cuRAND)" + out;
   if (is_output) return "output needed";
   if (!enabled && !is_scalar_like(n) && op_category(n.op) != OpCategory::Leaf)
     return "fusion disabled (--no-fuse)";
@@ -258,7 +259,7 @@ void make_groups(const Graph& g, const std::vector<const Node*>& order,
       gr.outputs.push_back({self, self, false, 0});
       gr.domain = n->shape;
       gr.chunks = n->chunks;
-      gr.library = n->op == Op::MatMul || n->op == Op::Linalg;
+      gr.library = n->op == Op::MatMul || n->op == Op::Linalg || n->curand_leaf();
       f->groups.push_back(std::move(gr));
     }
   }

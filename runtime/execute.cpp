@@ -454,6 +454,7 @@ class Run {
     slot_rep_.resize(slots);
     blas_ = p_.device_blas ? be.blas() : nullptr;
     lapack_ = p_.device_lapack ? be.lapack() : nullptr;
+    random_ = p_.device_random ? be.random() : nullptr;
     library_dpart_.resize(static_cast<size_t>(p_.library_partials));
     for (const PlanGroup& g : p_.groups) {
       if (g.library >= 0) {
@@ -490,7 +491,8 @@ class Run {
   // of each result block: A's rows of the block, B's columns (positive strides, all of k).
   void library_slot_ranges(const PlanGroup& g) {
     const PlanLibrary& l = p_.libraries[g.library];
-    if (l.op == Op::Linalg) {  // device 0 reads every element of its Buffer operands
+    if (l.op == Op::Random) return;  // no operands
+    if (l.op == Op::Linalg) {        // device 0 reads every element of its Buffer operands
       if (!lapack_) return;
       for (const LibraryOperand* op : {&l.a, &l.b}) {
         const int64_t rows = op == &l.a ? l.m : l.b_rows, cols = op == &l.a ? l.n : l.k;
@@ -837,6 +839,7 @@ class Run {
     const PlanGroup& g = p_.groups[task.group];
     const PlanLibrary& l = p_.libraries[g.library];
     if (l.op == Op::Linalg) return run_lapack(task, l);
+    if (l.op == Op::Random) return run_curand(task, l);
     if (blas_) return run_library_on_device(task, l);
     int64_t lo[2], ext[2];
     p_.block_box(g, task.block, lo, ext);
@@ -1034,6 +1037,32 @@ class Run {
     return count * static_cast<int64_t>(es);
   }
 
+  // A cuRAND call filling its whole array: through the backend's DeviceRandom on device 0 (the
+  // result into the device's copy, and to the host where the array is host-homed), or by cuRAND's
+  // host generator. Returns the bytes it wrote.
+  int64_t run_curand(const PlanTask& task, const PlanLibrary& l) {
+    constexpr int dev = 0;
+    const uint64_t seed =
+        library::curand_seed(static_cast<uint64_t>(params_[l.seed_slot].i), l.stream);
+    const int64_t count = l.m;
+    if (random_) {
+      auto* out = static_cast<double*>(write_replica(l.out, dev)) + l.out_offset;
+      random_->generate(dev, l.random, seed, 0, count, out);
+      if (host_homed_[l.out]) {
+        ensure_array(l.out);
+        const int64_t strides[1] = {1};
+        download_box(dev, data_[l.out].get(), write_replica(l.out, dev), sizeof(double),
+                     l.out_offset, 1, &count, strides);
+      }
+    } else {
+      ensure_array(l.out);
+      library::curand_host(l.random, seed, 0, count,
+                           static_cast<double*>(data_[l.out].get()) + l.out_offset);
+    }
+    release_reads(task);
+    return count * static_cast<int64_t>(sizeof(double));
+  }
+
   // Adds a result block's partials (splits 1, 2, ...) to it, in split order; frees them.
   int64_t run_library_sum(const PlanTask& task) {
     const PlanGroup& g = p_.groups[task.group];
@@ -1224,6 +1253,7 @@ class Run {
   std::vector<void*> library_partial_;       // Library tasks' partials, until their LibrarySum
   backend::DeviceBlas* blas_ = nullptr;      // device plans: GEMM calls on the devices
   backend::DeviceLapack* lapack_ = nullptr;  // and LAPACK calls on device 0
+  backend::DeviceRandom* random_ = nullptr;  // and cuRAND calls on device 0
   std::vector<std::shared_ptr<void>> library_dpart_;  // their partials, on the devices
   // Device plans (start_devices): the arena, and where arrays, blocks and Buffer leaves are.
   std::unique_ptr<DeviceArena> arena_;

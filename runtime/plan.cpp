@@ -257,6 +257,8 @@ std::string storage_summary(const Plan& p) {
   backend::DeviceBlas* blas = p.device_blas ? backend::backend_for(p.device).blas() : nullptr;
   backend::DeviceLapack* lapack =
       p.device_lapack ? backend::backend_for(p.device).lapack() : nullptr;
+  backend::DeviceRandom* random =
+      p.device_random ? backend::backend_for(p.device).random() : nullptr;
   std::string s = "storage of materialized arrays:\n";
   for (const PlanArray& a : p.arrays) {
     s += "  " + node_label(*a.node) + ": " +
@@ -279,6 +281,16 @@ std::string storage_summary(const Plan& p) {
   for (size_t k = 0; k < p.libraries.size(); ++k) {
     const PlanLibrary& l = p.libraries[k];
     const PlanGroup& g = p.groups[l.group];
+    if (l.op == Op::Random) {
+      s += "library call " + std::to_string(l.group) + ": " + node_label(*l.call) + " = " +
+           std::to_string(l.m) + " " + l.routine + " (seed + stream " + std::to_string(l.stream) +
+           " x 0x9E3779B97F4A7C15) in one task, " +
+           (random ? "on device 0 (" + random->name() + ")"
+                   : std::string("on the host (cuRAND's host generator)")) +
+           "\n";
+      s += placed(l);
+      continue;
+    }
     if (l.op == Op::Linalg) {
       s += "library call " + std::to_string(l.group) + ": " + node_label(*l.call) + " = " +
            linalg_name(l.fn) + " of A " + shape_str({l.m, l.n}) +
@@ -590,7 +602,7 @@ class PlanBuilder {
   // instead (contraction_splits).
   Chunks library_chunks(const Group& grp) const {
     const Node& mm = *grp.outputs[0].value;
-    if (mm.op == Op::Linalg) return single_chunks(mm.shape);
+    if (mm.op != Op::MatMul) return single_chunks(mm.shape);  // LAPACK and cuRAND: one call
     Chunks c = mm.chunks;
     int64_t k = mm.in(0)->shape[1];
     int64_t calls = grid_blocks(c) * static_cast<int64_t>(contraction_splits(mm).size() - 1);
@@ -694,6 +706,15 @@ class PlanBuilder {
     l.call = &mm;
     l.out = array_of_.at(grp.outputs[0].target.get());
     l.out_offset = grp.outputs[0].offset;
+    if (mm.op == Op::Random) {  // cuRAND fills the whole array (its seed: a run parameter)
+      l.m = mm.size();
+      l.random = mm.random_kind();
+      l.stream = mm.attrs.ints[1];
+      l.seed_slot = mm.attrs.slot;
+      l.k_starts = {0, 0};
+      l.routine = std::string("cuRAND Philox4_32_10 ") + random_name(l.random) + " doubles";
+      return l;
+    }
     if (mm.op == Op::Linalg) {
       l.fn = LinalgFn(mm.attrs.ints[0]);
       l.m = mm.in(0)->shape[0];
@@ -839,7 +860,9 @@ void place_on_devices(Plan& p) {
   for (const PlanReduce& r : p.reduces)
     p.arrays[r.array].host_because = "a reduction result: partials are combined on the host";
   for (const PlanLibrary& l : p.libraries) {
-    if (l.op == Op::MatMul ? p.device_blas : p.device_lapack) {
+    if (l.op == Op::MatMul   ? p.device_blas
+        : l.op == Op::Linalg ? p.device_lapack
+                             : p.device_random) {
       p.arrays[l.out].device_stored = true;
       continue;
     }
@@ -866,6 +889,7 @@ std::unique_ptr<Plan> build_plan(FusedGraph fused, Device device, std::ostream* 
   const bool device_library = be.memory() && !flags().no_device_library;
   plan->device_blas = device_library && be.blas();
   plan->device_lapack = device_library && be.lapack();
+  plan->device_random = device_library && be.random();
   if (be.memory()) place_on_devices(*plan);
   return plan;
 }

@@ -84,10 +84,16 @@ struct LibraryRead {
 //
 // A LAPACK call (Linalg) is one task over its whole operands: a (m, n), and b (m, k) for solve
 // and lstsq; it writes the node's packed result (ir/linalg.hpp).
+//
+// A cuRAND call (Random with Engine::Curand) is one task with no operands that fills the whole
+// array (m elements, C order) from the seed in parameter slot seed_slot.
 struct PlanLibrary {
   int group = 0;
-  Op op = Op::MatMul;  // MatMul or Linalg
-  LinalgFn fn{};       // Linalg: which
+  Op op = Op::MatMul;   // MatMul, Linalg or Random (cuRAND)
+  LinalgFn fn{};        // Linalg: which
+  RandomKind random{};  // Random: normal or uniform doubles
+  int64_t stream = 0;   // Random: the Generator's stream (the cuRAND seed: library::curand_seed)
+  int seed_slot = -1;   // Random: the parameter slot of the Generator's seed
   DType dtype = DType::Float64;
   int64_t m = 0, n = 0, k = 0;
   int64_t b_rows = 0;   // Linalg: b's rows (m for solve and lstsq)
@@ -156,6 +162,7 @@ struct Plan {
   Device device = Device::Cpu;  // whose backend compiled the kernels
   bool device_blas = false;     // GEMM calls run on the devices (the backend's DeviceBlas)
   bool device_lapack = false;   // LAPACK calls run on device 0 (the backend's DeviceLapack)
+  bool device_random = false;   // cuRAND calls run on device 0 (the backend's DeviceRandom)
   FusedGraph fused;
   std::vector<PlanArray> arrays;
   std::vector<PlanGroup> groups;

@@ -90,6 +90,14 @@ fi
     # shellcheck disable=SC2086
     timeout 60 "$bin/kiln" run $w --device "$device" --repeat 5 --quiet --resident 2>&1 | tail -4
   done
+  # cuRAND's bulk generator against Kiln's own (random::Engine::Curand): x made whole by
+  # curandGenerateNormalDouble / UniformDouble on the device, then the same expression.
+  for w in "${workloads[@]:0:1}" "${workloads[@]:2:2}"; do
+    echo "== $w --rng curand"
+    # shellcheck disable=SC2086
+    timeout 120 "$bin/kiln" run $w --device "$device" --repeat 5 --quiet --rng curand 2>&1 |
+      tail -4
+  done
 } >"$out/workloads.log" 2>&1
 date >>"$out/workloads.log"
 ls -l "$out"

@@ -35,6 +35,7 @@ struct RunOptions {
   bool no_fuse = false, no_row_fusion = false, no_push_slices = false, emit_ir = false,
        json = false;
   bool resident = false;  // x computed before the timed computes, which read it from memory
+  bool curand = false;    // --rng curand: x from cuRAND's generator (random::Engine::Curand)
   std::string dot, trace;
   bool quiet = false;
 };
@@ -184,10 +185,15 @@ Outcome run_workload(const kiln::workloads::Workload& w, const RunOptions& o, st
   if (w.solve && o.resident)
     throw kiln::Error("kiln run: --resident is for workloads that generate x; '" + w.name +
                       "' makes its data before its timed solver already");
+  if (w.solve && o.curand)
+    throw kiln::Error("kiln run: --rng is for workloads that generate x; '" + w.name +
+                      "' makes its data with Kiln's generator");
   Outcome out;
   std::vector<double> times;
   kiln::Array x;  // --resident: computed here, once, outside the timed computes
-  if (!w.solve) x = w.input(size_of(w, o), chunk_of(w, o));
+  if (!w.solve)
+    x = w.input(size_of(w, o), chunk_of(w, o),
+                o.curand ? kiln::random::Engine::Curand : kiln::random::Engine::Kiln);
   if (o.resident) x = x.persist();
   for (int r = 0; r < o.repeat; ++r) {
     if (w.solve)
@@ -217,6 +223,7 @@ nlohmann::json to_json(const kiln::workloads::Workload& w, const RunOptions& o, 
   j["row_fusion"] = !o.no_row_fusion;
   j["push_slices"] = !o.no_push_slices;
   j["resident"] = o.resident;
+  j["rng"] = o.curand ? "curand" : "kiln";
   j["result"] = r.results[0];
   for (size_t k = 1; k < r.results.size(); ++k) j[w.output_names[k]] = r.results[k];
   j["seconds"] = r.seconds;
@@ -386,6 +393,13 @@ int kiln_main(int argc, char** argv) {
                 "compute x once before timing (kept in memory), then time the expression over "
                 "it; not for logistic-gd, whose data are made before its solver anyway");
   run->add_flag("--json", opt.json, "one JSON object per line");
+  std::string rng = "kiln";
+  run->add_option("--rng", rng,
+                  "kiln (the default: Kiln's Philox, made inside the kernels) or curand (NVIDIA "
+                  "cuRAND's Philox filling x by a library call: its device generator on cuda, its "
+                  "host generator elsewhere, which is slow)")
+      ->check(CLI::IsMember({"kiln", "curand"}))
+      ->each([&](const std::string& v) { opt.curand = v == "curand"; });
   run->add_option("--trace", opt.trace, "write the task stream (Chrome trace format, Perfetto)");
   run->add_flag("--quiet", opt.quiet, "no progress bar");
   run->add_flag(

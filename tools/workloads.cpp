@@ -133,8 +133,8 @@ const std::vector<Workload>& all() {
        "x = normal(10, 1, (N, N), chunks=(C, C)); (x + 1)[::2, ::2].sum()",
        20000,
        2000,
-       [](int64_t n, int64_t c) {
-         return random::Generator(0).normal(10, 1, {n, n}, {c, c});
+       [](int64_t n, int64_t c, random::Engine e) {
+         return random::Generator(0, e).normal(10, 1, {n, n}, {c, c});
        },
        [](const Array& x) {
          return std::vector<Array>{(x + 1).slice({{0, {}, 2}, {0, {}, 2}}).sum()};
@@ -147,8 +147,8 @@ const std::vector<Workload>& all() {
        "x = uniform(0, 1, (N, N)); (sin(x)**2 + cos(x)**2 == 1).all(), and its count of trues",
        10000,
        2000,
-       [](int64_t n, int64_t c) {
-         return random::Generator(0).uniform(0, 1, {n, n}, {c, c});
+       [](int64_t n, int64_t c, random::Engine e) {
+         return random::Generator(0, e).uniform(0, 1, {n, n}, {c, c});
        },
        [](const Array& x) {
          Array y = pow(sin(x), 2) + pow(cos(x), 2) == 1;
@@ -162,8 +162,8 @@ const std::vector<Workload>& all() {
        "x = uniform(1, 2, (N, N)); (exp(x) - 1/x).sum()",
        10000,
        2000,
-       [](int64_t n, int64_t c) {
-         return random::Generator(0).uniform(1, 2, {n, n}, {c, c});
+       [](int64_t n, int64_t c, random::Engine e) {
+         return random::Generator(0, e).uniform(1, 2, {n, n}, {c, c});
        },
        [](const Array& x) { return std::vector<Array>{(exp(x) - 1 / x).sum()}; },
        {"sum"},
@@ -217,8 +217,8 @@ const std::vector<Workload>& all() {
        "time the product alone)",
        4000,
        1000,
-       [](int64_t n, int64_t c) {
-         return random::Generator(0).uniform(-1, 1, {n, n}, {c, c});
+       [](int64_t n, int64_t c, random::Engine e) {
+         return random::Generator(0, e).uniform(-1, 1, {n, n}, {c, c});
        },
        [](const Array& x) { return std::vector<Array>{matmul(x, x).sum()}; },
        {"sum"},

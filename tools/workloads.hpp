@@ -31,10 +31,11 @@ struct Workload {
   std::string description;  // the expression, NumPy style
   int64_t size, chunk;      // defaults
   // Matrix workloads (solvers): the columns of the (size x cols) data, --cols; 0: not one.
-  // Expression workloads: `input` is the random x for size N and chunk C (lazy: a generator),
-  // `expr` the lazy outputs over it; the first output is "the result". build() makes x inside
-  // the kernels; `kiln run --resident` computes input() once and times expr over the buffer.
-  std::function<Array(int64_t n, int64_t c)> input;
+  // Expression workloads: `input` is the random x for size N and chunk C (lazy: a generator of
+  // that engine: Kiln's makes x inside the kernels, cuRAND's by a library call), `expr` the lazy
+  // outputs over it; the first output is "the result". `kiln run --resident` computes input()
+  // once and times expr over the buffer.
+  std::function<Array(int64_t n, int64_t c, random::Engine engine)> input;
   std::function<std::vector<Array>(const Array& x)> expr;
   std::vector<std::string> output_names;
   // Iterative workloads (a solver: many computes with host logic between them) set `solve`
@@ -48,7 +49,10 @@ struct Workload {
   int64_t cols = 0;
   bool model = false;  // takes --family, --solver, --penalty (glm)
 
-  std::vector<Array> build(int64_t n, int64_t c) const { return expr(input(n, c)); }
+  std::vector<Array> build(int64_t n, int64_t c,
+                           random::Engine engine = random::Engine::Kiln) const {
+    return expr(input(n, c, engine));
+  }
 };
 
 // Smoke runs (kiln seeds --quick, KILN_BENCH_QUICK=1) divide every workload's default size and

@@ -21,6 +21,7 @@
 
 #include "codegen/cuda/cuda_backend.hpp"
 #include "codegen/cuda/cuda_printer.hpp"
+#include "codegen/cuda/curand_api.hpp"
 #include "codegen/cuda/nvrtc.hpp"
 #include "codegen/kernel_support.hpp"
 #include "codegen/vector_math.hpp"
@@ -168,6 +169,7 @@ class Gpus final : public backend::DeviceMemory {
   }
 
   void use(int device) const { check(driver().set_current(ctx_.at(device)), "cuCtxSetCurrent"); }
+  CUcontext context(int device) const { return ctx_.at(device); }
   int arch(int device) const { return arch_.at(device); }
 
  private:
@@ -406,6 +408,46 @@ class GpuBlas final : public backend::DeviceBlas {
   std::vector<PerDevice> devices_;
 };
 
+// cuRAND's device generator (Philox4_32_10, default ordering), one per device, on the legacy
+// default stream like every launch and copy; a call at a time per device (it sets the offset).
+// Expected to give the host generator's values (cuRAND documents the host generator as producing
+// the device's results); NOT YET RUN ON A GPU.
+class GpuRandom final : public backend::DeviceRandom {
+ public:
+  explicit GpuRandom(Gpus& gpus) : gpus_(gpus), devices_(static_cast<size_t>(gpus.count())) {}
+
+  void generate(int device, RandomKind kind, uint64_t seed, int64_t offset, int64_t count,
+                double* out) override {
+    if (count <= 0) return;
+    const CurandApi& c = curand_api();
+    if (!c.why.empty()) throw Error("random (Engine::Curand): " + c.why);
+    gpus_.use(device);
+    PerDevice& d = devices_.at(static_cast<size_t>(device));
+    std::lock_guard<std::mutex> lock(d.mu);
+    if (!d.gen) {
+      check_curand(c.create(&d.gen, kCurandPhilox), "curandCreateGenerator");
+      check(driver().mem_alloc(&d.pair, 2 * sizeof(double)), "cuMemAlloc");
+    }
+    check_curand(c.set_seed(d.gen, seed), "curandSetPseudoRandomGeneratorSeed");
+    auto* pair = reinterpret_cast<double*>(d.pair);
+    curand_fill(d.gen, kind, offset, count, out, pair, [&] {
+      CUcontext ctx = gpus_.context(device);
+      check(driver().peer(dptr(out + count - 1), ctx, d.pair, ctx, sizeof(double)),
+            "cuMemcpyPeer (cuRAND's last element)");
+    });
+  }
+  std::string name() const override { return "cuRAND's device generator"; }
+
+ private:
+  struct PerDevice {
+    std::mutex mu;
+    CurandGenerator gen = nullptr;
+    CUdeviceptr pair = 0;
+  };
+  Gpus& gpus_;
+  std::vector<PerDevice> devices_;
+};
+
 // Per-thread, per-device launch buffers: the I, F, P arrays, the status word and the scratch,
 // grown as needed and kept for the thread (freed never: a few KiB per thread and device).
 struct LaunchBuffers {
@@ -487,6 +529,8 @@ class GpuBackend final : public backend::Backend {
   backend::DeviceMemory* memory() override { return &gpus_; }
   // Without cuBLAS, GEMM library calls run on the host, on copies (as LAPACK's do).
   backend::DeviceBlas* blas() override { return cublas().why.empty() ? &blas_ : nullptr; }
+  // Without cuRAND, Engine::Curand arrays cannot be made at all (the Generator refuses first).
+  backend::DeviceRandom* random() override { return &random_; }
   std::shared_ptr<const backend::Combiner> combiner(ReduceFn fn, DType acc) override {
     std::lock_guard<std::mutex> lock(mu_);
     auto key = std::make_pair(fn, acc);
@@ -530,6 +574,7 @@ class GpuBackend final : public backend::Backend {
  private:
   Gpus gpus_;
   GpuBlas blas_{gpus_};
+  GpuRandom random_{gpus_};
   mutable std::mutex mu_;
   backend::CompileStats stats_;
   std::map<std::pair<ReduceFn, DType>, std::shared_ptr<const backend::Combiner>> combiners_;

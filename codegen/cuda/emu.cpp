@@ -166,6 +166,23 @@ class EmuLapack final : public backend::DeviceLapack {
   const EmuMemory& memory_;
 };
 
+// cuRAND on the emulated devices: its host generator (the values its device generator gives) on
+// the emulated memory, after checking that the elements lie in the device's memory.
+class EmuRandom final : public backend::DeviceRandom {
+ public:
+  explicit EmuRandom(const EmuMemory& memory) : memory_(memory) {}
+  void generate(int device, RandomKind kind, uint64_t seed, int64_t offset, int64_t count,
+                double* out) override {
+    if (count <= 0) return;
+    memory_.check(device, out, static_cast<size_t>(count) * sizeof(double), "a cuRAND call");
+    library::curand_host(kind, seed, offset, count, out);
+  }
+  std::string name() const override { return "cuRAND's host generator on emulated device memory"; }
+
+ private:
+  const EmuMemory& memory_;
+};
+
 using CombineFn = void (*)(int64_t n, void* acc, const void* in, int64_t index_offset);
 
 class EmuCombiner final : public backend::Combiner {
@@ -245,6 +262,7 @@ class EmuBackend final : public backend::Backend {
   backend::DeviceMemory* memory() override { return &memory_; }
   backend::DeviceBlas* blas() override { return &blas_; }
   backend::DeviceLapack* lapack() override { return &lapack_; }
+  backend::DeviceRandom* random() override { return &random_; }
   std::shared_ptr<const backend::Kernel> compile(const kir::Kernel& k,
                                                  backend::KernelDumps* dumps) override {
     auto t0 = std::chrono::steady_clock::now();
@@ -390,6 +408,7 @@ class EmuBackend final : public backend::Backend {
   EmuMemory memory_;
   EmuBlas blas_{memory_};
   EmuLapack lapack_{memory_};
+  EmuRandom random_{memory_};
   mutable std::mutex mu_;
   std::unordered_map<uint64_t, EmuFn> fns_;
   std::map<std::pair<ReduceFn, DType>, std::shared_ptr<const backend::Combiner>> combiners_;

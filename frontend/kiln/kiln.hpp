@@ -204,9 +204,22 @@ Array load_npy(const std::string& path, const Shape& chunks = {});
 void save_npy(const std::string& path, const Array& a);
 
 namespace random {
+// Engine::Kiln (the default): Kiln's counter-based Philox4x32-10 stream, computed inside the
+// kernels that read it (never stored), the same bits on every device and for any chunking.
+// Engine::Curand: NVIDIA cuRAND's Philox4_32_10 generator, for GPU runs that want cuRAND's bulk
+// speed rather than Kiln's bits. Its arrays are made whole by one library call (on a GPU its
+// device generator; on the CPU, the interpreter and cuda-emu its host generator, which gives the
+// same values but is slow: tens of ns per element), then read by kernels like any stored array.
+// Element i (C order) of the k-th array a Generator makes is element i of cuRAND's sequence for
+// seed + k * 0x9E3779B97F4A7C15, whatever the chunks. normal and standard_normal: cuRAND's normal
+// doubles; uniform: 1 - u for cuRAND's uniform doubles u in (0, 1], then scaled as with Kiln's
+// engine; integers: not offered (an error). Needs libcurand from the CUDA toolkit at run time: the
+// constructor throws kiln::Error saying so when it cannot be loaded.
+using Engine = RandomEngine;
+
 class Generator {
  public:
-  explicit Generator(uint64_t seed) : seed_(seed) {}
+  explicit Generator(uint64_t seed, Engine engine = Engine::Kiln);
   // Floats in [low, high) (where rounding would give high, NumPy's formula can return it; Kiln
   // gives the largest value below high instead). float32: computed in float64, then rounded.
   Array uniform(double low, double high, const Shape& shape, const Shape& chunks = {},
@@ -221,6 +234,7 @@ class Generator {
   Array make(RandomKind kind, const Shape& shape, const Shape& chunks, int64_t lo = 0,
              int64_t hi = 0, DType dtype = DType::Float64);
   uint64_t seed_;
+  Engine engine_;
   uint32_t next_stream_ = 0;  // each call draws an independent stream
 };
 }  // namespace random

@@ -103,6 +103,8 @@ class DeviceLapack {
   virtual ~DeviceLapack() = default;
   virtual void lapack(int device, LinalgFn f, DType t, const library::MatrixRef& a,
                       const library::MatrixRef* b, void* out, size_t out_bytes, int threads) = 0;
+  // Whether f runs here; false: its calls run on the host, on copies (as without DeviceLapack).
+  virtual bool runs(LinalgFn) const { return true; }
   virtual std::string name() const = 0;  // for --emit-ir: "cuSOLVER", ...
 };
 

@@ -249,25 +249,33 @@ KILN_LAPACK_TRAITS(d, double)
 KILN_LAPACK_TRAITS(s, float)
 #undef KILN_LAPACK_TRAITS
 
-// The operation an error names: NumPy's function, or for TSQR's steps the functions they serve.
+}  // namespace
+
 std::string op_name(LinalgFn f) {
   const bool tsqr = f == LinalgFn::TsqrR || f == LinalgFn::TsqrMix || f == LinalgFn::TsqrApply;
   return tsqr ? std::string("qr/svd (TSQR step ") + linalg_name(f) + " on a row block)"
               : std::string(linalg_name(f));
 }
 
-[[noreturn]] void lapack_error(LinalgFn f, const std::string& what, int info) {
+void lapack_error(LinalgFn f, const std::string& what, int info) {
   throw Error(op_name(f) + ": " + what + " (LAPACK " + linalg_routines(f) +
               " info = " + std::to_string(info) + ")");
 }
 
-// gesv's and getrf's info > 0: U(info, info) is exactly zero.
-[[noreturn]] void singular(LinalgFn f, int info) {
+void singular(LinalgFn f, int info) {
   lapack_error(f,
                "the matrix is singular (U(" + std::to_string(info) + ", " + std::to_string(info) +
                    ") is exactly zero)",
                info);
 }
+
+void non_finite(LinalgFn f) {
+  throw Error(op_name(f) +
+              ": the input has non-finite values (NaN or inf); a factorization of it would be "
+              "meaningless");
+}
+
+namespace {
 
 // Copies a rows x cols matrix from (offset, row_stride, col_stride) to dst, element (i, j) at
 // dst[i * dst_row + j * dst_col], in 64 x 64 tiles (a transposing copy keeps whole tiles in
@@ -285,10 +293,7 @@ void checked_copy(LinalgFn f, const MatrixRef& m, T* dst, int64_t dst_row, int64
           finite = finite && std::isfinite(v);
           dst[i * dst_row + j * dst_col] = v;
         }
-  if (!finite)
-    throw Error(op_name(f) +
-                ": the input has non-finite values (NaN or inf); a factorization of it would be "
-                "meaningless");
+  if (!finite) non_finite(f);
 }
 
 // An uninitialized workspace (LAPACK overwrites its input, so it factorizes a copy), zeroed

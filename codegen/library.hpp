@@ -55,6 +55,14 @@ struct MatrixRef {
 void lapack(LinalgFn f, DType t, const MatrixRef& a, const MatrixRef* b, void* out,
             int threads = 1);
 
+// The errors of LAPACK calls, one wording for every device that runs them: the operation an
+// error names (NumPy's function, or for TSQR's steps the functions they serve), LAPACK's info.
+std::string op_name(LinalgFn f);
+[[noreturn]] void lapack_error(LinalgFn f, const std::string& what, int info);
+// getrf's and gesv's info > 0: U(info, info) is exactly zero.
+[[noreturn]] void singular(LinalgFn f, int info);
+[[noreturn]] void non_finite(LinalgFn f);
+
 // ---- cuRAND's bulk generator (random::Engine::Curand) -----------------------------------------
 // libcurand is loaded at run time (codegen/cuda/curand.cpp), so Kiln builds and runs without it.
 

@@ -493,7 +493,7 @@ class Run {
     const PlanLibrary& l = p_.libraries[g.library];
     if (l.op == Op::Random) return;  // no operands
     if (l.op == Op::Linalg) {        // device 0 reads every element of its Buffer operands
-      if (!lapack_) return;
+      if (!l.on_device) return;
       for (const LibraryOperand* op : {&l.a, &l.b}) {
         const int64_t rows = op == &l.a ? l.m : l.b_rows, cols = op == &l.a ? l.n : l.k;
         if (!op->present() || op->array >= 0 || op->slot < 0 || rows == 0 || cols == 0) continue;
@@ -1002,7 +1002,7 @@ class Run {
       r.offset = op.layout.offset;
       r.row_stride = op.layout.row_stride;
       r.col_stride = op.layout.col_stride;
-      if (!lapack_) {
+      if (!l.on_device) {
         r.data = operand_data(op, rows, cols, l.dtype);
       } else if (op.array >= 0) {
         r.data = read_replica(op.array, dev);
@@ -1018,7 +1018,7 @@ class Run {
     const size_t es = dtype_size(l.dtype);
     const int64_t count = num_elements(l.call->shape);
     const int threads = l.exclusive ? threads_ : 1;
-    if (lapack_) {
+    if (l.on_device) {
       lapack_->lapack(dev, l.fn, l.dtype, a, l.b.present() ? &b : nullptr,
                       static_cast<char*>(write_replica(l.out, dev)) + l.out_offset * es,
                       static_cast<size_t>(count) * es, threads);

@@ -296,7 +296,7 @@ std::string storage_summary(const Plan& p) {
            linalg_name(l.fn) + " of A " + shape_str({l.m, l.n}) +
            (l.b.present() ? " and B " + shape_str({l.b_rows, l.k}) : "") + ", " + l.routine +
            " in one task, " +
-           (lapack ? "on device 0 (" + lapack->name() + ")" : std::string("on a copy")) +
+           (l.on_device ? "on device 0 (" + lapack->name() + ")" : std::string("on a copy")) +
            (l.exclusive ? "; alone in the plan: with every thread of the run" : "") + "\n";
       for (const LibraryOperand* op : {&l.a, &l.b})
         if (op->present())
@@ -860,9 +860,7 @@ void place_on_devices(Plan& p) {
   for (const PlanReduce& r : p.reduces)
     p.arrays[r.array].host_because = "a reduction result: partials are combined on the host";
   for (const PlanLibrary& l : p.libraries) {
-    if (l.op == Op::MatMul   ? p.device_blas
-        : l.op == Op::Linalg ? p.device_lapack
-                             : p.device_random) {
+    if (l.op == Op::MatMul ? p.device_blas : l.op == Op::Linalg ? l.on_device : p.device_random) {
       p.arrays[l.out].device_stored = true;
       continue;
     }
@@ -890,6 +888,8 @@ std::unique_ptr<Plan> build_plan(FusedGraph fused, Device device, std::ostream* 
   plan->device_blas = device_library && be.blas();
   plan->device_lapack = device_library && be.lapack();
   plan->device_random = device_library && be.random();
+  for (PlanLibrary& l : plan->libraries)
+    l.on_device = l.op == Op::Linalg && plan->device_lapack && be.lapack()->runs(l.fn);
   if (be.memory()) place_on_devices(*plan);
   return plan;
 }

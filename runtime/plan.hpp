@@ -94,6 +94,9 @@ struct PlanLibrary {
   RandomKind random{};  // Random: normal or uniform doubles
   int64_t stream = 0;   // Random: the Generator's stream (the cuRAND seed: library::curand_seed)
   int seed_slot = -1;   // Random: the parameter slot of the Generator's seed
+  // Linalg on device plans: the call runs on device 0 through the backend's DeviceLapack
+  // (Plan::device_lapack and DeviceLapack::runs), else on the host, on copies.
+  bool on_device = false;
   DType dtype = DType::Float64;
   int64_t m = 0, n = 0, k = 0;
   int64_t b_rows = 0;   // Linalg: b's rows (m for solve and lstsq)

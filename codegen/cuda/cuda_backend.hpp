@@ -24,4 +24,16 @@ bool cublas_available(std::string* why);
 // compile it with NVRTC).
 std::string gram_mirror_source();
 
+// Whether cuSOLVER loads with every routine the GPU's LAPACK calls use (no GPU needed); if not,
+// why.
+bool cusolver_available(std::string* why);
+
+// The CUDA source of the strided copy kernel of the GPU's LAPACK calls (operands into cuSOLVER's
+// workspaces, results out; for tests that compile it with NVRTC).
+std::string lapack_copy_source();
+
+// Whether the GPU runs LAPACK function f through cuSOLVER (else on the host, on copies); cuda-emu
+// runs the same set on its devices, so its plans split calls between device and host as a GPU's.
+bool gpu_lapack_runs(LinalgFn f);
+
 }  // namespace kiln::cuda

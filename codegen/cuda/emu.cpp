@@ -26,6 +26,7 @@
 #include "codegen/kernel_support.hpp"
 #include "codegen/library.hpp"
 #include "codegen/vector_math.hpp"
+#include "ir/linalg.hpp"
 #include "support/error.hpp"
 #include "support/flags.hpp"
 #include "support/hash.hpp"
@@ -160,6 +161,8 @@ class EmuLapack final : public backend::DeviceLapack {
     if (out_bytes > 0) memory_.check(device, out, out_bytes, "a LAPACK call");
     library::lapack(f, t, a, b, out, threads);
   }
+  // The GPU's set (lstsq on the host, on copies), so plans split calls as on a GPU.
+  bool runs(LinalgFn f) const override { return gpu_lapack_runs(f); }
   std::string name() const override { return "the host's LAPACK on emulated device memory"; }
 
  private:

@@ -15,6 +15,7 @@
 #include "codegen/cuda/cuda_backend.hpp"
 #include "codegen/cuda/cuda_printer.hpp"
 #include "codegen/cuda/nvrtc.hpp"
+#include "ir/linalg.hpp"
 #include "oracle.hpp"
 #include "support/flags.hpp"
 
@@ -172,6 +173,28 @@ TEST(Cuda, TheGpusGemmPartsLoadAndCompileWithoutAGpu) {
   }
   for (const char* fn : {"kiln_mirror8", "kiln_mirror4"})
     EXPECT_NE(src.find(std::string("extern \"C\" __global__ void ") + fn), std::string::npos);
+}
+
+TEST(Cuda, TheGpusLapackPartsLoadAndCompileWithoutAGpu) {
+  // The GPU's LAPACK calls (GpuLapack): cuSOLVER loads with every routine they bind, in both
+  // precisions, and their operand/result copy kernel compiles for sm_80 and sm_90 with both
+  // element sizes. Which calls run there: all but lstsq. (The routines' argument mapping has not
+  // run on a GPU yet.)
+  std::string why;
+  if (!cuda::nvrtc_available(&why)) GTEST_SKIP() << why;
+  EXPECT_TRUE(cuda::cusolver_available(&why)) << why;
+  std::string src = cuda::lapack_copy_source();
+  for (int arch : {80, 90}) {
+    cuda::NvrtcOutput out = cuda::nvrtc_compile(src, arch, "lapack_copy");
+    EXPECT_TRUE(out.ok) << out.log;
+  }
+  for (const char* fn : {"kiln_copy8", "kiln_copy4"})
+    EXPECT_NE(src.find(std::string("extern \"C\" __global__ void ") + fn), std::string::npos);
+  for (LinalgFn f : {LinalgFn::Qr, LinalgFn::Svd, LinalgFn::Cholesky, LinalgFn::Solve,
+                     LinalgFn::Inv, LinalgFn::Det, LinalgFn::Slogdet, LinalgFn::Eigh,
+                     LinalgFn::TsqrR, LinalgFn::TsqrMix, LinalgFn::TsqrApply})
+    EXPECT_TRUE(cuda::gpu_lapack_runs(f)) << linalg_name(f);
+  EXPECT_FALSE(cuda::gpu_lapack_runs(LinalgFn::Lstsq));
 }
 
 TEST(Cuda, CubinsAreCachedInMemoryAndOnDisk) {

@@ -398,6 +398,24 @@ TEST(Devices, LapackCallsRunOnDeviceZero) {
   EXPECT_EQ(st.last_to_host, 1);
   EXPECT_EQ(st.last_to_host_bytes, 50 * 3 * 8);
 
+  // lstsq runs on the host, on copies, as on a GPU (cuSOLVER has no gelsd), beside calls on
+  // device 0 in the same plan, and a kernel on the device reads its result: the CPU's bits.
+  std::vector<Array> mixed = {linalg::lstsq(s, kt::lazy(bd)).x * 2, linalg::solve(s, kt::lazy(bd))};
+  std::vector<NDArray> mixed_want = compute(mixed, cpu);
+  for (int devices : {1, 3}) {
+    std::ostringstream ir;
+    expect_same_bits(compute(mixed, emu(devices, &ir)), mixed_want,
+                     "lstsq beside solve, " + std::to_string(devices) + " devices");
+    EXPECT_NE(
+        ir.str().find("lstsq of A (50, 50) and B (50, 3), LAPACK gelsd in one task, on a copy"),
+        std::string::npos)
+        << ir.str();
+    EXPECT_NE(
+        ir.str().find("solve of A (50, 50) and B (50, 3), LAPACK gesv in one task, on device 0"),
+        std::string::npos)
+        << ir.str();
+  }
+
   // KILN_NO_DEVICE_LIBRARY: the same calls on the host, on copies, with the same bits.
   NoDeviceLibrary host_library;
   host_library.set(true);

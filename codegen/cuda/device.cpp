@@ -12,13 +12,10 @@
 #include <dlfcn.h>
 
 #include <chrono>
-#include <cmath>
 #include <cstring>
 #include <initializer_list>
-#include <limits>
 #include <map>
 #include <mutex>
-#include <type_traits>
 #include <unordered_map>
 #include <vector>
 
@@ -26,6 +23,7 @@
 #include "codegen/cuda/cuda_printer.hpp"
 #include "codegen/cuda/curand_api.hpp"
 #include "codegen/cuda/nvrtc.hpp"
+#include "codegen/cuda/solver.hpp"
 #include "codegen/kernel_support.hpp"
 #include "codegen/library.hpp"
 #include "codegen/vector_math.hpp"
@@ -413,45 +411,24 @@ class GpuBlas final : public backend::DeviceBlas {
   std::vector<PerDevice> devices_;
 };
 
-// cuSOLVER (libcusolver, loaded with dlopen like cuBLAS; its types as cusolverDn.h declares
-// them): the dense routines with 32-bit dimensions and their workspace queries.
-using SolverHandle = struct cusolverDnContext*;
-constexpr int kFillLower = 0, kEigVectors = 1;  // CUBLAS_FILL_MODE_LOWER, CUSOLVER_EIG_MODE_VECTOR
-
+// cuSOLVER (libcusolver, loaded with dlopen like cuBLAS): its routines bound into the table that
+// solver.cpp's calls use (codegen/cuda/solver.hpp).
 template <class T>
-struct SolverFns {
-  int (*geqrf_size)(SolverHandle, int, int, T*, int, int*) = nullptr;
-  int (*geqrf)(SolverHandle, int, int, T*, int, T*, T*, int, int*) = nullptr;
-  int (*orgqr_size)(SolverHandle, int, int, int, const T*, int, const T*, int*) = nullptr;
-  int (*orgqr)(SolverHandle, int, int, int, T*, int, const T*, T*, int, int*) = nullptr;
-  int (*gesvd_size)(SolverHandle, int, int, int*) = nullptr;
-  int (*gesvd)(SolverHandle, signed char, signed char, int, int, T*, int, T*, T*, int, T*, int, T*,
-               int, T*, int*) = nullptr;
-  int (*potrf_size)(SolverHandle, int, int, T*, int, int*) = nullptr;
-  int (*potrf)(SolverHandle, int, int, T*, int, T*, int, int*) = nullptr;
-  int (*getrf_size)(SolverHandle, int, int, T*, int, int*) = nullptr;
-  int (*getrf)(SolverHandle, int, int, T*, int, T*, int*, int*) = nullptr;
-  int (*getrs)(SolverHandle, int, int, int, const T*, int, const int*, T*, int, int*) = nullptr;
-  int (*syevd_size)(SolverHandle, int, int, int, const T*, int, const T*, int*) = nullptr;
-  int (*syevd)(SolverHandle, int, int, int, T*, int, T*, T*, int, int*) = nullptr;
-
-  // Binds cusolverDn<p><routine> for every routine; false if one is missing.
-  bool bind_all(void* h, char p) {
-    auto name = [&](const char* routine) { return std::string("cusolverDn") + p + routine; };
-    return bind(h, name("geqrf_bufferSize").c_str(), &geqrf_size) &&
-           bind(h, name("geqrf").c_str(), &geqrf) &&
-           bind(h, name("orgqr_bufferSize").c_str(), &orgqr_size) &&
-           bind(h, name("orgqr").c_str(), &orgqr) &&
-           bind(h, name("gesvd_bufferSize").c_str(), &gesvd_size) &&
-           bind(h, name("gesvd").c_str(), &gesvd) &&
-           bind(h, name("potrf_bufferSize").c_str(), &potrf_size) &&
-           bind(h, name("potrf").c_str(), &potrf) &&
-           bind(h, name("getrf_bufferSize").c_str(), &getrf_size) &&
-           bind(h, name("getrf").c_str(), &getrf) && bind(h, name("getrs").c_str(), &getrs) &&
-           bind(h, name("syevd_bufferSize").c_str(), &syevd_size) &&
-           bind(h, name("syevd").c_str(), &syevd);
-  }
-};
+bool bind_solver(void* h, char p, SolverFns<T>* fn) {
+  auto name = [&](const char* routine) { return std::string("cusolverDn") + p + routine; };
+  return bind(h, name("geqrf_bufferSize").c_str(), &fn->geqrf_size) &&
+         bind(h, name("geqrf").c_str(), &fn->geqrf) &&
+         bind(h, name("orgqr_bufferSize").c_str(), &fn->orgqr_size) &&
+         bind(h, name("orgqr").c_str(), &fn->orgqr) &&
+         bind(h, name("gesvd_bufferSize").c_str(), &fn->gesvd_size) &&
+         bind(h, name("gesvd").c_str(), &fn->gesvd) &&
+         bind(h, name("potrf_bufferSize").c_str(), &fn->potrf_size) &&
+         bind(h, name("potrf").c_str(), &fn->potrf) &&
+         bind(h, name("getrf_bufferSize").c_str(), &fn->getrf_size) &&
+         bind(h, name("getrf").c_str(), &fn->getrf) && bind(h, name("getrs").c_str(), &fn->getrs) &&
+         bind(h, name("syevd_bufferSize").c_str(), &fn->syevd_size) &&
+         bind(h, name("syevd").c_str(), &fn->syevd);
+}
 
 struct Cusolver {
   int (*create)(SolverHandle*) = nullptr;
@@ -469,40 +446,15 @@ const Cusolver& cusolver() {
       return x;
     }
     x.why.clear();
-    if (!bind(h, "cusolverDnCreate", &x.create) || !x.d.bind_all(h, 'D') || !x.s.bind_all(h, 'S'))
+    if (!bind(h, "cusolverDnCreate", &x.create) || !bind_solver(h, 'D', &x.d) ||
+        !bind_solver(h, 'S', &x.s))
       x.why = "cuSOLVER lacks a function Kiln calls";
     return x;
   }();
   return c;
 }
 
-template <class T>
-const SolverFns<T>& solver_fns() {
-  if constexpr (std::is_same_v<T, double>)
-    return cusolver().d;
-  else
-    return cusolver().s;
-}
-
-template <class T>
-const CublasFns<T>& cublas_fns() {
-  if constexpr (std::is_same_v<T, double>)
-    return cublas().d;
-  else
-    return cublas().s;
-}
-
-void check_solver(int status, const char* call) {
-  if (status != 0)
-    throw Error(std::string("device cuda: ") + call + " failed (cuSOLVER status " +
-                std::to_string(status) + ")");
-}
-
-// Copies a rows x cols matrix, element (i, j) from src[i * ss0 + j * ss1] to dst[i * ds0 + j *
-// ds1] (strides in elements, any sign): operands into cuSOLVER's column-major workspaces and
-// results out into the row-major packed result. part 1 keeps the upper triangle (zeros below the
-// diagonal), part 2 the lower; a non-null `nonfinite` is set to 1 when a value copied is NaN or
-// infinite.
+// The strided copy kernel of the GPU's LAPACK calls (SolverDevice::copy).
 const char* const kCopySource = R"(
 template <class T>
 __device__ void kiln_copy(long long rows, long long cols, const T* src, long long ss0,
@@ -530,34 +482,10 @@ extern "C" __global__ void kiln_copy4(long long rows, long long cols, const floa
 }
 )";
 
-// Device memory for one call (the device current), freed at the end of the call.
-struct DeviceBuffer {
-  CUdeviceptr p = 0;
-  explicit DeviceBuffer(size_t bytes) {
-    check(driver().mem_alloc(&p, std::max<size_t>(bytes, 1)), "cuMemAlloc (cuSOLVER workspace)");
-  }
-  ~DeviceBuffer() {
-    if (p) driver().mem_free(p);
-  }
-  DeviceBuffer(DeviceBuffer&& o) noexcept : p(o.p) { o.p = 0; }
-  DeviceBuffer(const DeviceBuffer&) = delete;
-  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
-  template <class T>
-  T* as() const {
-    return reinterpret_cast<T*>(p);
-  }
-};
-
-// LAPACK calls on a GPU through cuSOLVER, on the legacy default stream like every launch and
-// copy. Each call copies its operands into column-major workspaces (a printed copy kernel that
-// also flags non-finite values, which are refused as on the host), runs the cuSOLVER routines,
-// reads their info back (errors worded as the host's: library::lapack_error) and writes the
-// packed result (ir/linalg.hpp) row-major with the same kernel. Results agree with the host's
-// LAPACK within rounding, not bit for bit (other routines: gesvd for gesdd, geqrf for CholeskyQR2
-// and latsqr). TSQR's R step always asks for the refactoring apply (info[0] = 0): cuSOLVER has no
-// condition estimate; geqrf is run on the same block with the same sizes both times. One
-// cuSOLVER handle (and cuBLAS handle, for TSQR's apply) per device, a call at a time per device.
-// NOT YET RUN ON A GPU.
+// LAPACK calls on a GPU through cuSOLVER (solver.cpp's call sequences, the ones cuda-emu runs on
+// the host's LAPACK), on the legacy default stream like every launch and copy; workspaces from
+// cuMemAlloc, the copy kernel printed above, TSQR's product by cuBLAS's gemm. One cuSOLVER handle
+// (and cuBLAS handle) per device, a call at a time per device. NOT YET RUN ON A GPU.
 class GpuLapack final : public backend::DeviceLapack {
  public:
   explicit GpuLapack(Gpus& gpus)
@@ -574,12 +502,19 @@ class GpuLapack final : public backend::DeviceLapack {
 
   void lapack(int device, LinalgFn f, DType t, const library::MatrixRef& a,
               const library::MatrixRef* b, void* out, size_t, int) override {
-    PerDevice& d = handle(device);
+    if (!cusolver().why.empty()) throw Error("device cuda: " + cusolver().why);
+    gpus_.use(device);
+    PerDevice& d = devices_.at(static_cast<size_t>(device));
     std::lock_guard<std::mutex> lock(d.mu);
+    if (!d.solver)
+      if (int st = cusolver().create(&d.solver); st != 0)
+        throw Error("device cuda: cusolverDnCreate failed (cuSOLVER status " + std::to_string(st) +
+                    ")");
+    On on{*this, d, device};
     if (t == DType::Float64)
-      Call<double>{*this, d, device, f}.run(a, b, static_cast<double*>(out));
+      solver_lapack(on, cusolver().d, d.solver, f, a, b, static_cast<double*>(out));
     else if (t == DType::Float32)
-      Call<float>{*this, d, device, f}.run(a, b, static_cast<float*>(out));
+      solver_lapack(on, cusolver().s, d.solver, f, a, b, static_cast<float*>(out));
     else
       throw InternalError("device cuda: LAPACK call on " + std::string(dtype_name(t)));
   }
@@ -591,314 +526,54 @@ class GpuLapack final : public backend::DeviceLapack {
     CublasHandle blas = nullptr;
   };
 
-  PerDevice& handle(int device) {
-    if (!cusolver().why.empty()) throw Error("device cuda: " + cusolver().why);
-    gpus_.use(device);
-    PerDevice& d = devices_.at(static_cast<size_t>(device));
-    std::lock_guard<std::mutex> lock(d.mu);
-    if (!d.solver) check_solver(cusolver().create(&d.solver), "cusolverDnCreate");
-    return d;
-  }
-
-  // One call's state and steps, in element type T.
-  template <class T>
-  struct Call {
-    GpuLapack& self;
+  // One call's device: its memory, copies and kernels.
+  struct On final : SolverDevice {
+    On(GpuLapack& l, PerDevice& d, int device) : l(l), d(d), device(device) {}
+    GpuLapack& l;
     PerDevice& d;
     int device;
-    LinalgFn f;
-    const SolverFns<T>& fn = solver_fns<T>();
 
-    static int fit(int64_t v) {
-      if (v > 2147483647)
-        throw Error("device cuda: a LAPACK call's dimension beyond cuSOLVER's 32-bit integers (" +
-                    std::to_string(v) + ")");
-      return static_cast<int>(v);
+    void* alloc(size_t bytes) override {
+      CUdeviceptr p = 0;
+      check(driver().mem_alloc(&p, bytes), "cuMemAlloc (a LAPACK workspace)");
+      return reinterpret_cast<void*>(p);
     }
-
-    void copy(int64_t rows, int64_t cols, const T* src, int64_t ss0, int64_t ss1, T* dst,
-              int64_t ds0, int64_t ds1, int part = 0, int* nonfinite = nullptr) const {
+    void free(void* p) override {
+      if (p) driver().mem_free(dptr(p));
+    }
+    void zero(void* p, size_t bytes) override {
+      check(driver().memset8(dptr(p), 0, bytes), "cuMemsetD8");
+    }
+    void to_host(void* dst, const void* src, size_t bytes) override {
+      check(driver().dtoh(dst, dptr(src), bytes), "cuMemcpyDtoH (a LAPACK call)");
+    }
+    void to_device(void* dst, const void* src, size_t bytes) override {
+      check(driver().htod(dptr(dst), src, bytes), "cuMemcpyHtoD (a LAPACK call)");
+    }
+    void copy(size_t es, int64_t rows, int64_t cols, const void* src, int64_t ss0, int64_t ss1,
+              void* dst, int64_t ds0, int64_t ds1, int part, int* nonfinite) override {
       if (rows == 0 || cols == 0) return;
-      CUfunction k = (sizeof(T) == 8 ? self.copy8_ : self.copy4_).get(device);
+      CUfunction k = (es == 8 ? l.copy8_ : l.copy4_).get(device);
       long long r = rows, c = cols, a0 = ss0, a1 = ss1, b0 = ds0, b1 = ds1;
       CUdeviceptr s = dptr(src), t = dptr(dst), flag = dptr(nonfinite);
       void* params[] = {&r, &c, &s, &a0, &a1, &t, &b0, &b1, &part, &flag};
       auto grid = static_cast<unsigned>(std::min<int64_t>((rows * cols + 255) / 256, 4096));
       check(driver().launch(k, grid, 1, 1, 256, 1, 1, 0, nullptr, params, nullptr),
-            "cuLaunchKernel (LAPACK operand copy)");
+            "cuLaunchKernel (a LAPACK call's copy)");
     }
-
-    // m's elements, column-major with leading dimension ld in a workspace of ld x cols elements
-    // (zeros beyond m), refusing non-finite values as the host does.
-    DeviceBuffer gather(const library::MatrixRef& m, int64_t ld, int64_t cols) const {
-      DeviceBuffer w(static_cast<size_t>(std::max<int64_t>(ld, 1) * std::max<int64_t>(cols, 1)) *
-                     sizeof(T));
-      if (ld > m.rows || cols > m.cols)
-        check(driver().memset8(w.p, 0, static_cast<size_t>(ld * cols) * sizeof(T)), "cuMemsetD8");
-      DeviceBuffer flag(sizeof(int));
-      check(driver().memset8(flag.p, 0, sizeof(int)), "cuMemsetD8");
-      copy(m.rows, m.cols, static_cast<const T*>(m.data) + m.offset, m.row_stride, m.col_stride,
-           w.as<T>(), 1, ld, 0, flag.as<int>());
-      if (read<int>(flag.as<int>()) != 0) library::non_finite(f);
-      return w;
-    }
-
-    template <class V>
-    static V read(const V* p) {
-      V v{};
-      check(driver().dtoh(&v, dptr(p), sizeof(V)), "cuMemcpyDtoH (a LAPACK call's info)");
-      return v;
-    }
-
-    // Workspace of the largest of the queried sizes (elements).
-    static DeviceBuffer workspace(std::initializer_list<int> sizes) {
-      int n = 1;
-      for (int s : sizes) n = std::max(n, s);
-      return DeviceBuffer(static_cast<size_t>(n) * sizeof(T));
-    }
-
-    // Writes the rows x cols column-major w (leading dimension ld) to out row-major; returns the
-    // end.
-    T* store(T* out, const T* w, int64_t ld, int64_t rows, int64_t cols, int part = 0) const {
-      copy(rows, cols, w, 1, ld, out, cols, 1, part);
-      return out + rows * cols;
-    }
-
-    // Householder QR of the column-major m x n w in place (tau: min(m, n) elements).
-    void geqrf(int m, int n, T* w, T* tau) const {
-      int s = 0;
-      check_solver(fn.geqrf_size(d.solver, m, n, w, m, &s), "cusolverDn geqrf_bufferSize");
-      DeviceBuffer work = workspace({s}), info(sizeof(int));
-      check_solver(
-          fn.geqrf(d.solver, m, n, w, m, tau, work.as<T>(), std::max(1, s), info.as<int>()),
-          "cusolverDn geqrf");
-      if (int i = read(info.as<int>()); i != 0)
-        library::lapack_error(f, "the QR factorization failed", i);
-    }
-
-    // The first k columns of Q from geqrf's reflectors in w (m x k, in place).
-    void orgqr(int m, int k, T* w, const T* tau) const {
-      int s = 0;
-      check_solver(fn.orgqr_size(d.solver, m, k, k, w, m, tau, &s), "cusolverDn orgqr_bufferSize");
-      DeviceBuffer work = workspace({s}), info(sizeof(int));
-      check_solver(
-          fn.orgqr(d.solver, m, k, k, w, m, tau, work.as<T>(), std::max(1, s), info.as<int>()),
-          "cusolverDn orgqr");
-      if (int i = read(info.as<int>()); i != 0) library::lapack_error(f, "orgqr failed", i);
-    }
-
-    // LU of the n x n column-major w in place; returns getrf's info (> 0: singular).
-    int lu(int n, T* w, int* ipiv) const {
-      int s = 0;
-      check_solver(fn.getrf_size(d.solver, n, n, w, n, &s), "cusolverDn getrf_bufferSize");
-      DeviceBuffer work = workspace({s}), info(sizeof(int));
-      check_solver(fn.getrf(d.solver, n, n, w, n, work.as<T>(), ipiv, info.as<int>()),
-                   "cusolverDn getrf");
-      return read(info.as<int>());
-    }
-
-    void lu_solve(int n, int r, const T* w, const int* ipiv, T* x) const {
-      DeviceBuffer info(sizeof(int));
-      check_solver(fn.getrs(d.solver, kOpN, n, r, w, n, ipiv, x, n, info.as<int>()),
-                   "cusolverDn getrs");
-    }
-
-    static void upload(T* dst, const std::vector<T>& v) {
-      if (!v.empty())
-        check(driver().htod(dptr(dst), v.data(), v.size() * sizeof(T)), "cuMemcpyHtoD");
-    }
-
-    void run(const library::MatrixRef& a, const library::MatrixRef* b, T* out) const {
-      const int m = fit(a.rows), n = fit(a.cols), k = std::min(m, n);
-      const int r = b ? fit(b->cols) : 0;
-      switch (f) {
-        case LinalgFn::Qr: {
-          if (k == 0) return;
-          DeviceBuffer w = gather(a, m, n), tau(static_cast<size_t>(k) * sizeof(T));
-          geqrf(m, n, w.as<T>(), tau.as<T>());
-          store(out + static_cast<int64_t>(m) * k, w.as<T>(), m, k, n, 1);  // R, upper
-          orgqr(m, k, w.as<T>(), tau.as<T>());
-          store(out, w.as<T>(), m, m, k);  // Q
-          return;
-        }
-        case LinalgFn::Svd:
-          return svd(a, m, n, k, out);
-        case LinalgFn::Cholesky: {
-          if (n == 0) return;
-          DeviceBuffer w = gather(a, n, n), info(sizeof(int));
-          int s = 0;
-          check_solver(fn.potrf_size(d.solver, kFillLower, n, w.as<T>(), n, &s),
-                       "cusolverDn potrf_bufferSize");
-          DeviceBuffer work = workspace({s});
-          check_solver(fn.potrf(d.solver, kFillLower, n, w.as<T>(), n, work.as<T>(), std::max(1, s),
-                                info.as<int>()),
-                       "cusolverDn potrf");
-          if (int i = read(info.as<int>()); i > 0)
-            library::lapack_error(f,
-                                  "the matrix is not positive definite (its leading minor of "
-                                  "order " +
-                                      std::to_string(i) + " is not)",
-                                  i);
-          store(out, w.as<T>(), n, n, n, 2);  // L, lower
-          return;
-        }
-        case LinalgFn::Solve: {
-          DeviceBuffer w = gather(a, n, n), x = gather(*b, n, r);
-          if (n == 0 || r == 0) return;
-          DeviceBuffer ipiv(static_cast<size_t>(n) * sizeof(int));
-          if (int i = lu(n, w.as<T>(), ipiv.as<int>()); i > 0) library::singular(f, i);
-          lu_solve(n, r, w.as<T>(), ipiv.as<int>(), x.as<T>());
-          store(out, x.as<T>(), n, n, r);
-          return;
-        }
-        case LinalgFn::Inv: {
-          DeviceBuffer w = gather(a, n, n);
-          if (n == 0) return;
-          DeviceBuffer ipiv(static_cast<size_t>(n) * sizeof(int)),
-              x(static_cast<size_t>(n) * n * sizeof(T));
-          if (int i = lu(n, w.as<T>(), ipiv.as<int>()); i > 0) library::singular(f, i);
-          std::vector<T> eye(static_cast<size_t>(n) * n, T(0));
-          for (int i = 0; i < n; ++i) eye[static_cast<size_t>(i) * n + i] = T(1);
-          upload(x.as<T>(), eye);
-          lu_solve(n, n, w.as<T>(), ipiv.as<int>(), x.as<T>());
-          store(out, x.as<T>(), n, n, n);
-          return;
-        }
-        case LinalgFn::Det:
-        case LinalgFn::Slogdet:
-          return slogdet(a, n, out);
-        case LinalgFn::Eigh: {
-          DeviceBuffer w = gather(a, n, n);
-          if (n == 0) return;
-          int s = 0;
-          check_solver(fn.syevd_size(d.solver, kEigVectors, kFillLower, n, w.as<T>(), n, out, &s),
-                       "cusolverDn syevd_bufferSize");
-          DeviceBuffer work = workspace({s}), info(sizeof(int));
-          check_solver(fn.syevd(d.solver, kEigVectors, kFillLower, n, w.as<T>(), n, out,
-                                work.as<T>(), std::max(1, s), info.as<int>()),
-                       "cusolverDn syevd");  // w (ascending) straight into the result
-          if (int i = read(info.as<int>()); i > 0)
-            library::lapack_error(f, "the eigenvalue computation did not converge", i);
-          store(out + n, w.as<T>(), n, n, n);
-          return;
-        }
-        case LinalgFn::TsqrR: {  // R_i, then the info row asking for the refactoring apply
-          DeviceBuffer w = gather(a, m, n), tau(static_cast<size_t>(std::max(k, 1)) * sizeof(T));
-          if (n == 0) return;
-          geqrf(m, n, w.as<T>(), tau.as<T>());
-          T* info = store(out, w.as<T>(), m, n, n, 1);
-          check(driver().memset8(dptr(info), 0, static_cast<size_t>(n) * sizeof(T)), "cuMemsetD8");
-          return;
-        }
-        case LinalgFn::TsqrMix: {    // W = M_i itself (Q_i is formed by the apply), info row
-          expect_refactoring(a, n);  // a = [R_i; info]
-          DeviceBuffer flag(sizeof(int));
-          check(driver().memset8(flag.p, 0, sizeof(int)), "cuMemsetD8");
-          copy(b->rows, b->cols, static_cast<const T*>(b->data) + b->offset, b->row_stride,
-               b->col_stride, out, r, 1, 0, flag.as<int>());
-          if (read<int>(flag.as<int>()) != 0) library::non_finite(f);
-          check(driver().memset8(dptr(out + static_cast<int64_t>(n) * r), 0,
-                                 static_cast<size_t>(r) * sizeof(T)),
-                "cuMemsetD8");
-          return;
-        }
-        case LinalgFn::TsqrApply: {  // Q_i W, Q_i formed by refactoring X_i as TsqrR did
-          library::MatrixRef top = *b;
-          top.rows = n;
-          DeviceBuffer wm = gather(top, n, r);
-          if (r == 0) return;
-          expect_refactoring(*b, n);  // b = [W; info]
-          DeviceBuffer w = gather(a, m, n), tau(static_cast<size_t>(std::max(k, 1)) * sizeof(T));
-          geqrf(m, n, w.as<T>(), tau.as<T>());
-          orgqr(m, n, w.as<T>(), tau.as<T>());
-          // out (m x r, row-major) is column-major r x m = W^T Q^T.
-          if (!d.blas) check_cublas(cublas().create(&d.blas), "cublasCreate");
-          const T one = 1, zero = 0;
-          check_cublas(cublas_fns<T>().gemm(d.blas, kOpT, kOpT, r, m, n, &one, wm.as<T>(), n,
-                                            w.as<T>(), m, &zero, out, r),
-                       "cublas gemm (TSQR apply)");
-          return;
-        }
-        case LinalgFn::Lstsq:
-          break;
-      }
-      throw InternalError(std::string("device cuda: cuSOLVER does not run ") + linalg_name(f));
-    }
-
-    // TSQR's info row (row `row` of m; its element 0: the mode) must ask for the refactoring
-    // apply, the only one this backend's TsqrR writes.
-    void expect_refactoring(const library::MatrixRef& m, int64_t row) const {
-      if (m.cols == 0) return;
-      if (read(static_cast<const T*>(m.data) + m.offset + row * m.row_stride) != T(0))
-        throw InternalError(
-            "device cuda: a TSQR step asks for the product apply, which "
-            "cuSOLVER's TsqrR never chooses");
-    }
-
-    // U S Vh by gesvd, which needs rows >= columns: a wide matrix's SVD is its transpose's with
-    // U and V swapped.
-    void svd(const library::MatrixRef& a, int m, int n, int k, T* out) const {
-      if (k == 0) return;
-      const bool wide = m < n;
-      library::MatrixRef at = a;
-      if (wide) {
-        std::swap(at.rows, at.cols);
-        std::swap(at.row_stride, at.col_stride);
-      }
-      const int M = std::max(m, n), N = k;  // the factored matrix, M x N, M >= N
-      DeviceBuffer w = gather(at, M, N), u(static_cast<size_t>(M) * k * sizeof(T)),
-                   vt(static_cast<size_t>(k) * N * sizeof(T)),
-                   rwork(static_cast<size_t>(k) * sizeof(T)), info(sizeof(int));
-      T* s = out + static_cast<int64_t>(m) * k;
-      int size = 0;
-      check_solver(fn.gesvd_size(d.solver, M, N, &size), "cusolverDn gesvd_bufferSize");
-      DeviceBuffer work = workspace({size});
-      check_solver(fn.gesvd(d.solver, 'S', 'S', M, N, w.as<T>(), M, s, u.as<T>(), M, vt.as<T>(), k,
-                            work.as<T>(), std::max(1, size), rwork.as<T>(), info.as<int>()),
-                   "cusolverDn gesvd");  // S straight into the result
-      if (int i = read(info.as<int>()); i > 0)
-        library::lapack_error(f, "the SVD did not converge", i);
-      T* vh = s + k;
-      if (!wide) {
-        store(out, u.as<T>(), M, m, k);  // U (m x k)
-        store(vh, vt.as<T>(), k, k, n);  // Vh (k x n)
-      } else {
-        // a^T = U' S V'^T: U = V' (m x k: element (i, j) = VT'(j, i)), Vh = U'^T (k x n).
-        copy(m, k, vt.as<T>(), k, 1, out, k, 1);
-        copy(k, n, u.as<T>(), M, 1, vh, n, 1);
-      }
-    }
-
-    // det or (sign, log|det|) from the LU's diagonal and pivots, as the host computes them.
-    void slogdet(const library::MatrixRef& a, int n, T* out) const {
-      DeviceBuffer w = gather(a, n, n);
-      T sign = 1, logdet = 0;
-      if (n > 0) {
-        DeviceBuffer ipiv(static_cast<size_t>(n) * sizeof(int)),
-            diag(static_cast<size_t>(n) * sizeof(T));
-        int info = lu(n, w.as<T>(), ipiv.as<int>());
-        if (info > 0) {
-          sign = 0;
-          logdet = -std::numeric_limits<T>::infinity();
-        } else {
-          copy(1, n, w.as<T>(), 0, n + 1, diag.as<T>(), 0, 1);
-          std::vector<T> dg(static_cast<size_t>(n));
-          std::vector<int> piv(static_cast<size_t>(n));
-          check(driver().dtoh(dg.data(), diag.p, dg.size() * sizeof(T)), "cuMemcpyDtoH");
-          check(driver().dtoh(piv.data(), ipiv.p, piv.size() * sizeof(int)), "cuMemcpyDtoH");
-          for (int i = 0; i < n; ++i) {
-            if (piv[i] != i + 1) sign = -sign;
-            if (dg[i] < 0) sign = -sign;
-            logdet += std::log(std::abs(dg[i]));
-          }
-        }
-      }
-      std::vector<T> result;
-      if (f == LinalgFn::Det)
-        result = {sign * std::exp(logdet)};
+    void gemm_tt(DType t, int r, int m, int n, const void* a, const void* b, void* c) override {
+      if (!d.blas) check_cublas(cublas().create(&d.blas), "cublasCreate");
+      auto run = [&](auto one, const auto& f) {
+        using T = decltype(one);
+        const T zero = 0;
+        check_cublas(f.gemm(d.blas, kOpT, kOpT, r, m, n, &one, static_cast<const T*>(a), n,
+                            static_cast<const T*>(b), m, &zero, static_cast<T*>(c), r),
+                     "cublas gemm (TSQR apply)");
+      };
+      if (t == DType::Float64)
+        run(1.0, cublas().d);
       else
-        result = {sign, logdet};
-      upload(out, result);
+        run(1.0f, cublas().s);
     }
   };
 
@@ -1097,9 +772,6 @@ bool cusolver_available(std::string* why) {
 }
 
 std::string lapack_copy_source() { return kCopySource; }
-
-// Every LAPACK call but lstsq (cuSOLVER has no gelsd), TSQR's steps included.
-bool gpu_lapack_runs(LinalgFn f) { return f != LinalgFn::Lstsq; }
 
 bool cuda_device_present(std::string* why) {
   const Driver& d = driver();

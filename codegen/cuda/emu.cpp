@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -16,6 +17,7 @@
 #include <map>
 #include <mutex>
 #include <sstream>
+#include <type_traits>
 #include <unordered_map>
 #include <unordered_set>
 #include <utility>
@@ -23,6 +25,7 @@
 #include "codegen/cuda/cuda_backend.hpp"
 #include "codegen/cuda/cuda_printer.hpp"
 #include "codegen/cuda/nvrtc.hpp"
+#include "codegen/cuda/solver.hpp"
 #include "codegen/kernel_support.hpp"
 #include "codegen/library.hpp"
 #include "codegen/vector_math.hpp"
@@ -141,32 +144,95 @@ class EmuBlas final : public backend::DeviceBlas {
   const EmuMemory& memory_;
 };
 
-// LAPACK calls on the emulated devices: the host's (library::lapack, the CPU's calls, so the same
-// bits) on the emulated memory, after checking that each operand's elements and the result lie
-// in the device's memory.
+// LAPACK calls on the emulated devices: the GPU's call sequences (solver.cpp: workspaces, the
+// strided copies, cuSOLVER's routines) with the host's LAPACK behind cuSOLVER's signatures
+// (host_solver), on the emulated memory, every copy's extent checked; for the functions a GPU
+// runs (gpu_lapack_runs: lstsq runs on the host, on copies, as there). So cuda-emu checks the
+// GPU's LAPACK path element for element; its values agree with the CPU's within rounding, not
+// bit for bit (gesvd for gesdd, geqrf for CholeskyQR2 and latsqr, TSQR's refactoring apply).
 class EmuLapack final : public backend::DeviceLapack {
  public:
-  explicit EmuLapack(const EmuMemory& memory) : memory_(memory) {}
-  void lapack(int device, LinalgFn f, DType t, const library::MatrixRef& a,
-              const library::MatrixRef* b, void* out, size_t out_bytes, int threads) override {
-    const size_t es = dtype_size(t);
-    for (const library::MatrixRef* m : {&a, b}) {
-      if (!m || m->rows == 0 || m->cols == 0) continue;
-      int64_t lo = m->offset, hi = m->offset;  // the first and last element read
-      for (int64_t s : {(m->rows - 1) * m->row_stride, (m->cols - 1) * m->col_stride})
-        (s < 0 ? lo : hi) += s;
-      memory_.check(device, static_cast<const char*>(m->data) + lo * static_cast<int64_t>(es),
-                    static_cast<size_t>(hi - lo + 1) * es, "a LAPACK call");
-    }
-    if (out_bytes > 0) memory_.check(device, out, out_bytes, "a LAPACK call");
-    library::lapack(f, t, a, b, out, threads);
-  }
-  // The GPU's set (lstsq on the host, on copies), so plans split calls as on a GPU.
+  explicit EmuLapack(EmuMemory& memory) : memory_(memory) {}
   bool runs(LinalgFn f) const override { return gpu_lapack_runs(f); }
-  std::string name() const override { return "the host's LAPACK on emulated device memory"; }
+  void lapack(int device, LinalgFn f, DType t, const library::MatrixRef& a,
+              const library::MatrixRef* b, void* out, size_t out_bytes, int) override {
+    if (out_bytes > 0) memory_.check(device, out, out_bytes, "a LAPACK call");
+    On on(memory_, device);
+    if (t == DType::Float64)
+      solver_lapack(on, host_solver<double>(), nullptr, f, a, b, static_cast<double*>(out));
+    else if (t == DType::Float32)
+      solver_lapack(on, host_solver<float>(), nullptr, f, a, b, static_cast<float*>(out));
+    else
+      throw InternalError("cuda-emu: LAPACK call on " + std::string(dtype_name(t)));
+  }
+  std::string name() const override {
+    return "the GPU's cuSOLVER calls on the host's LAPACK, on emulated device memory";
+  }
 
  private:
-  const EmuMemory& memory_;
+  // One call's emulated device.
+  class On final : public SolverDevice {
+   public:
+    On(EmuMemory& memory, int device) : memory_(memory), device_(device) {}
+    void* alloc(size_t bytes) override { return memory_.alloc(device_, bytes); }
+    void free(void* p) override {
+      if (p) memory_.free(device_, p, 0);
+    }
+    void zero(void* p, size_t bytes) override {
+      memory_.check(device_, p, bytes, "a LAPACK call's memset");
+      std::memset(p, 0, bytes);
+    }
+    void to_host(void* dst, const void* src, size_t bytes) override {
+      memory_.to_host(device_, dst, src, bytes);
+    }
+    void to_device(void* dst, const void* src, size_t bytes) override {
+      memory_.to_device(device_, dst, src, bytes);
+    }
+    void copy(size_t es, int64_t rows, int64_t cols, const void* src, int64_t ss0, int64_t ss1,
+              void* dst, int64_t ds0, int64_t ds1, int part, int* nonfinite) override {
+      if (rows == 0 || cols == 0) return;
+      check_region(src, es, rows, cols, ss0, ss1);
+      check_region(dst, es, rows, cols, ds0, ds1);
+      if (nonfinite) memory_.check(device_, nonfinite, sizeof(int), "a LAPACK call's copy");
+      auto run = [&](auto* s, auto* d) {
+        using T = std::remove_const_t<std::remove_pointer_t<decltype(s)>>;
+        for (int64_t i = 0; i < rows; ++i)
+          for (int64_t j = 0; j < cols; ++j) {
+            T v = s[i * ss0 + j * ss1];
+            if ((part == 1 && j < i) || (part == 2 && j > i)) v = T(0);
+            if (nonfinite && !std::isfinite(v)) *nonfinite = 1;
+            d[i * ds0 + j * ds1] = v;
+          }
+      };
+      if (es == 8)
+        run(static_cast<const double*>(src), static_cast<double*>(dst));
+      else
+        run(static_cast<const float*>(src), static_cast<float*>(dst));
+    }
+    void gemm_tt(DType t, int r, int m, int n, const void* a, const void* b, void* c) override {
+      const size_t es = dtype_size(t);
+      memory_.check(device_, a, static_cast<size_t>(n) * r * es, "a LAPACK call's GEMM");
+      memory_.check(device_, b, static_cast<size_t>(m) * n * es, "a LAPACK call's GEMM");
+      memory_.check(device_, c, static_cast<size_t>(r) * m * es, "a LAPACK call's GEMM");
+      // Column-major C (r x m) = A^T B^T is row-major C^T (m x r) = B A, with B stored as n x m
+      // and A as r x n row-major: both transposed.
+      library::gemm(t, true, true, m, r, n, b, m, a, n, c, r);
+    }
+
+   private:
+    // The elements a strided rows x cols region starting at p reaches must be the device's.
+    void check_region(const void* p, size_t es, int64_t rows, int64_t cols, int64_t s0,
+                      int64_t s1) const {
+      int64_t lo = 0, hi = 0;
+      for (int64_t span : {(rows - 1) * s0, (cols - 1) * s1}) (span < 0 ? lo : hi) += span;
+      memory_.check(device_, static_cast<const char*>(p) + lo * static_cast<int64_t>(es),
+                    static_cast<size_t>(hi - lo + 1) * es, "a LAPACK call's copy");
+    }
+    EmuMemory& memory_;
+    int device_;
+  };
+
+  EmuMemory& memory_;
 };
 
 // cuRAND on the emulated devices: its host generator (the values its device generator gives) on

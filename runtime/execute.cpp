@@ -438,6 +438,7 @@ class Run {
     dpart_dev_.assign(p_.partials.size(), 0);
     const size_t n = p_.arrays.size();
     host_homed_.assign(n, 0);
+    gathered_.assign(n, 0);
     rep_.resize(n * static_cast<size_t>(ndev_));
     uploaded_.assign(n * static_cast<size_t>(ndev_), 0);
     block_dev_.assign(blocks_.size(), 0);
@@ -446,6 +447,11 @@ class Run {
       const PlanArray& arr = p_.arrays[a];
       host_homed_[a] =
           !arr.blocked && (!arr.host_because.empty() || (ndev_ > 1 && arr.device_stored));
+      // An output kept on the device, written on several: assembled on device 0, not the host.
+      if (host_homed_[a] && arr.host_because.empty() && keep_ && arr.output >= 0) {
+        host_homed_[a] = 0;
+        gathered_[a] = 1;
+      }
     }
     size_t slots = params_.size() * static_cast<size_t>(ndev_);
     slot_lo_.assign(slots, std::numeric_limits<int64_t>::max());
@@ -556,6 +562,9 @@ class Run {
     if (host_homed_[a] && !uploaded_[rep_at(a, dev)]) {
       arena_->to_device(dev, r, data_[a].get(), p_.arrays[a].bytes);
       uploaded_[rep_at(a, dev)] = 1;
+    } else if (gathered_[a] && dev != 0 && !uploaded_[rep_at(a, dev)]) {  // whole, from device 0
+      arena_->between(dev, r, 0, replica(a, 0), p_.arrays[a].bytes);
+      uploaded_[rep_at(a, dev)] = 1;
     }
     return r;
   }
@@ -586,6 +595,33 @@ class Run {
   // to the same places in its host copy, in contiguous runs.
   void download_box(int dev, void* host, const void* device, size_t es, int64_t base, int rank,
                     const int64_t* ext, const int64_t* strides) {
+    for_runs(base, rank, ext, strides, [&](int64_t at, int64_t run) {
+      arena_->to_host(dev, static_cast<char*>(host) + at * es,
+                      static_cast<const char*>(device) + at * es, static_cast<size_t>(run) * es);
+    });
+  }
+
+  // The box (as download_box's) that a task on device dev wrote into its copy of array a, to where
+  // a is assembled: the host for host-homed arrays, device 0 for gathered ones.
+  void home_box(int a, int dev, const void* device, int64_t base, int rank, const int64_t* ext,
+                const int64_t* strides) {
+    const size_t es = dtype_size(p_.arrays[a].dtype);
+    if (host_homed_[a]) {
+      ensure_array(a);
+      download_box(dev, data_[a].get(), device, es, base, rank, ext, strides);
+    } else if (gathered_[a] && dev != 0) {
+      char* home = static_cast<char*>(write_replica(a, 0));
+      for_runs(base, rank, ext, strides, [&](int64_t at, int64_t run) {
+        arena_->between(0, home + at * es, dev, static_cast<const char*>(device) + at * es,
+                        static_cast<size_t>(run) * es);
+      });
+    }
+  }
+
+  // Calls f(first element, length) for each contiguous run of the elements base + sum idx[d] *
+  // strides[d] (idx < ext).
+  template <class F>
+  static void for_runs(int64_t base, int rank, const int64_t* ext, const int64_t* strides, F f) {
     int64_t dims[32], str[32];
     int n = 0;
     for (int d = 0; d < rank; ++d) {
@@ -601,8 +637,7 @@ class Run {
     while (true) {
       int64_t at = base;
       for (int d = 0; d < n; ++d) at += idx[d] * str[d];
-      arena_->to_host(dev, static_cast<char*>(host) + at * es,
-                      static_cast<const char*>(device) + at * es, static_cast<size_t>(run) * es);
+      f(at, run);
       int d = n - 1;
       for (; d >= 0; --d) {
         if (++idx[d] < dims[d]) break;
@@ -783,14 +818,12 @@ class Run {
       I[k.param_base() + q] = v.i;
     }
     g.kernel->launch(I.data(), F.data(), P.data(), dev);
-    if (arena_) {  // the boxes it wrote of host-homed arrays back to the host
+    if (arena_) {  // the boxes it wrote to where their arrays are assembled (home_box)
       for (size_t o = 0; o < k.outputs.size(); ++o) {
         int a = g.output_arrays[o];
-        if (k.outputs[o].reduce || p_.arrays[a].blocked || !host_homed_[a]) continue;
-        ensure_array(a);
+        if (k.outputs[o].reduce || p_.arrays[a].blocked) continue;
         int at = k.output_base(static_cast<int>(o));
-        download_box(dev, data_[a].get(), P[k.output_pointer(o)], dtype_size(p_.arrays[a].dtype),
-                     I[at], r, ext, &I[at + 1]);
+        home_box(a, dev, P[k.output_pointer(o)], I[at], r, ext, &I[at + 1]);
       }
       held.clear();
     }
@@ -960,13 +993,11 @@ class Run {
            (l.out_offset + lo[0] * l.n + lo[1]) * static_cast<int64_t>(dtype_size(l.dtype));
   }
 
-  // A final block of a library result on device dev to the host, where the array is host-homed.
+  // A final block of a library result on device dev to where its array is assembled.
   void download_library_box(const PlanLibrary& l, int dev, const int64_t* lo, const int64_t* ext) {
-    if (!host_homed_[l.out]) return;
-    ensure_array(l.out);
     const int64_t strides[2] = {l.n, 1};
-    download_box(dev, data_[l.out].get(), write_replica(l.out, dev), dtype_size(l.dtype),
-                 l.out_offset + lo[0] * l.n + lo[1], 2, ext, strides);
+    home_box(l.out, dev, write_replica(l.out, dev), l.out_offset + lo[0] * l.n + lo[1], 2, ext,
+             strides);
   }
 
   // A library operand's memory (rows x cols under its layout): a materialized array or a Buffer
@@ -1258,10 +1289,12 @@ class Run {
   // Device plans (start_devices): the arena, and where arrays, blocks and Buffer leaves are.
   std::unique_ptr<DeviceArena> arena_;
   int ndev_ = 1;
-  std::mutex dev_mu_;                       // guards rep_, uploaded_, slot_rep_
-  std::vector<uint8_t> host_homed_;         // per array
+  std::mutex dev_mu_;                // guards rep_, uploaded_, slot_rep_
+  std::vector<uint8_t> host_homed_;  // per array
+  std::vector<uint8_t> gathered_;    // per array: a kept output assembled on device 0 (several)
   std::vector<std::shared_ptr<void>> rep_;  // per array and device (rep_at)
-  std::vector<uint8_t> uploaded_;           // per array and device: host copy copied in
+  // Per array and device: the whole array copied in (from the host, or from device 0).
+  std::vector<uint8_t> uploaded_;
   std::vector<int> block_dev_;              // per blocked array block: its device
   std::vector<size_t> block_bytes_;         // per blocked array block: its size
   std::vector<int64_t> slot_lo_, slot_hi_;  // per template slot: elements read (Buffer leaves)

@@ -270,7 +270,7 @@ std::string storage_summary(const Plan& p) {
       s += "; on the host: " + a.host_because + " (kernels read a copy on their device)";
     else if (device)
       s += std::string("; on the device (with several devices: written on each, assembled on ") +
-           "the host, copied to readers)" +
+           "the host, or on device 0 for an output kept there; copied to readers)" +
            (a.output >= 0 ? ", copied to the host at the end" : "");
     s += "\n";
   }

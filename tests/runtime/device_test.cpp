@@ -209,6 +209,25 @@ TEST(Devices, ResultsCanStayOnTheDeviceAndBeReadFromThere) {
   EXPECT_EQ(std::memcmp(y.data(), host[0].data(), host[0].nbytes()), 0);
   EXPECT_EQ(total.at(0), host[1].at(0));
 
+  // On three devices: exp(x)'s blocks made on devices 1 and 2 are gathered on device 0, device to
+  // device; nothing but the sum's result goes through the host.
+  ComputeOptions three = keep;
+  three.devices = 3;
+  std::vector<NDArray> r3 = compute({exp(x), exp(x).sum()}, three);
+  s = stats();
+  EXPECT_EQ(s.last_devices, 3);
+  EXPECT_EQ(s.last_to_host_bytes, 8);
+  EXPECT_EQ(s.last_to_device_bytes, whole + 4 * 8 + 8);
+  const int64_t block = 250 * 100 * 8;
+  // At least the blocks made on devices 1 and 2 (the sum's kernel blocks there read the whole
+  // of exp(x) from device 0 too).
+  EXPECT_GE(s.last_between_devices_bytes, 2 * block);
+  ASSERT_TRUE(r3[0].on_device());
+  EXPECT_EQ(place_name(r3[0].place()), "cuda-emu:0");
+  NDArray y3 = r3[0].to_host();
+  EXPECT_EQ(std::memcmp(y3.data(), host[0].data(), host[0].nbytes()), 0);
+  EXPECT_EQ(r3[1].to_host().at(0), host[1].at(0));
+
   // The device array read by the next compute where it is: nothing copied in but partials'
   // identities, for an element-wise reader and a GEMM (a host library call: y copied out once).
   Array yd = asarray(r[0], {250, 100});

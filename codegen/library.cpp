@@ -9,8 +9,8 @@
 #include <type_traits>
 #include <vector>
 
-#include "codegen/cuda/solver.hpp"
 #include "codegen/gram.hpp"
+#include "codegen/lapack.hpp"
 #include "ir/linalg.hpp"
 
 #include "support/error.hpp"
@@ -48,7 +48,6 @@ void blas_threads(int threads) {
   threads = kThreadedBlas ? std::max(threads, 1) : 1;
   if (openblas_get_num_threads() != threads) openblas_set_num_threads(threads);
 }
-void single_threaded_blas() { blas_threads(1); }
 
 template <class T>
 void zero(int64_t m, int64_t n, T* c, int64_t ldc) {
@@ -112,6 +111,8 @@ void gemm_typed(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a, i
 
 }  // namespace
 
+void single_threaded_blas() { blas_threads(1); }
+
 void gemm(DType t, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const void* a,
           int64_t lda, const void* b, int64_t ldb, void* c, int64_t ldc, bool accumulate) {
   if (t == DType::Float64)
@@ -146,124 +147,7 @@ std::string routine_name(DType t, int64_t m, int64_t n) {
 
 // ---- LAPACK ----------------------------------------------------------------------------------
 
-// OpenBLAS's LAPACK through its Fortran symbols (column-major, 32-bit integers, hidden lengths of
-// character arguments last).
-extern "C" {
-#define KILN_LAPACK_DECLARE(p, T)                                                                  \
-  void p##geqrf_(const int* m, const int* n, T* a, const int* lda, T* tau, T* work,                \
-                 const int* lwork, int* info);                                                     \
-  void p##latsqr_(const int* m, const int* n, const int* mb, const int* nb, T* a, const int* lda,  \
-                  T* t, const int* ldt, T* work, const int* lwork, int* info);                     \
-  void p##orgtsqr_(const int* m, const int* n, const int* mb, const int* nb, T* a, const int* lda, \
-                   const T* t, const int* ldt, T* work, const int* lwork, int* info);              \
-  void p##orgqr_(const int* m, const int* n, const int* k, T* a, const int* lda, const T* tau,     \
-                 T* work, const int* lwork, int* info);                                            \
-  void p##gesdd_(const char* jobz, const int* m, const int* n, T* a, const int* lda, T* s, T* u,   \
-                 const int* ldu, T* vt, const int* ldvt, T* work, const int* lwork, int* iwork,    \
-                 int* info, size_t);                                                               \
-  void p##potrf_(const char* uplo, const int* n, T* a, const int* lda, int* info, size_t);         \
-  void p##trtri_(const char* uplo, const char* diag, const int* n, T* a, const int* lda,           \
-                 int* info, size_t, size_t);                                                       \
-  void p##trcon_(const char* norm, const char* uplo, const char* diag, const int* n, const T* a,   \
-                 const int* lda, T* rcond, T* work, int* iwork, int* info, size_t, size_t,         \
-                 size_t);                                                                          \
-  void p##gesv_(const int* n, const int* nrhs, T* a, const int* lda, int* ipiv, T* b,              \
-                const int* ldb, int* info);                                                        \
-  void p##getrf_(const int* m, const int* n, T* a, const int* lda, int* ipiv, int* info);          \
-  void p##getrs_(const char* trans, const int* n, const int* nrhs, const T* a, const int* lda,     \
-                 const int* ipiv, T* b, const int* ldb, int* info, size_t);                        \
-  void p##gesvd_(const char* jobu, const char* jobvt, const int* m, const int* n, T* a,            \
-                 const int* lda, T* s, T* u, const int* ldu, T* vt, const int* ldvt, T* work,      \
-                 const int* lwork, int* info, size_t, size_t);                                     \
-  void p##getri_(const int* n, T* a, const int* lda, const int* ipiv, T* work, const int* lwork,   \
-                 int* info);                                                                       \
-  void p##syevd_(const char* jobz, const char* uplo, const int* n, T* a, const int* lda, T* w,     \
-                 T* work, const int* lwork, int* iwork, const int* liwork, int* info, size_t,      \
-                 size_t);                                                                          \
-  void p##gelsd_(const int* m, const int* n, const int* nrhs, T* a, const int* lda, T* b,          \
-                 const int* ldb, T* s, const T* rcond, int* rank, T* work, const int* lwork,       \
-                 int* iwork, int* info);
-KILN_LAPACK_DECLARE(d, double)
-KILN_LAPACK_DECLARE(s, float)
-#undef KILN_LAPACK_DECLARE
-}
-
 namespace kiln::library {
-
-namespace {
-
-// The d or s routine for T.
-template <class T>
-struct Lapack;
-#define KILN_LAPACK_TRAITS(p, T)                        \
-  template <>                                           \
-  struct Lapack<T> {                                    \
-    template <class... A>                               \
-    static void geqrf(A... a) {                         \
-      p##geqrf_(a...);                                  \
-    }                                                   \
-    template <class... A>                               \
-    static void orgqr(A... a) {                         \
-      p##orgqr_(a...);                                  \
-    }                                                   \
-    template <class... A>                               \
-    static void latsqr(A... a) {                        \
-      p##latsqr_(a...);                                 \
-    }                                                   \
-    template <class... A>                               \
-    static void orgtsqr(A... a) {                       \
-      p##orgtsqr_(a...);                                \
-    }                                                   \
-    template <class... A>                               \
-    static void gesdd(A... a) {                         \
-      p##gesdd_(a..., size_t{1});                       \
-    }                                                   \
-    template <class... A>                               \
-    static void potrf(A... a) {                         \
-      p##potrf_(a..., size_t{1});                       \
-    }                                                   \
-    template <class... A>                               \
-    static void trtri(A... a) {                         \
-      p##trtri_(a..., size_t{1}, size_t{1});            \
-    }                                                   \
-    template <class... A>                               \
-    static void trcon(A... a) {                         \
-      p##trcon_(a..., size_t{1}, size_t{1}, size_t{1}); \
-    }                                                   \
-    template <class... A>                               \
-    static void gesv(A... a) {                          \
-      p##gesv_(a...);                                   \
-    }                                                   \
-    template <class... A>                               \
-    static void getrf(A... a) {                         \
-      p##getrf_(a...);                                  \
-    }                                                   \
-    template <class... A>                               \
-    static void getrs(A... a) {                         \
-      p##getrs_(a..., size_t{1});                       \
-    }                                                   \
-    template <class... A>                               \
-    static void gesvd(A... a) {                         \
-      p##gesvd_(a..., size_t{1}, size_t{1});            \
-    }                                                   \
-    template <class... A>                               \
-    static void getri(A... a) {                         \
-      p##getri_(a...);                                  \
-    }                                                   \
-    template <class... A>                               \
-    static void syevd(A... a) {                         \
-      p##syevd_(a..., size_t{1}, size_t{1});            \
-    }                                                   \
-    template <class... A>                               \
-    static void gelsd(A... a) {                         \
-      p##gelsd_(a...);                                  \
-    }                                                   \
-  };
-KILN_LAPACK_TRAITS(d, double)
-KILN_LAPACK_TRAITS(s, float)
-#undef KILN_LAPACK_TRAITS
-
-}  // namespace
 
 std::string op_name(LinalgFn f) {
   const bool tsqr = f == LinalgFn::TsqrR || f == LinalgFn::TsqrMix || f == LinalgFn::TsqrApply;
@@ -803,115 +687,3 @@ void lapack(LinalgFn f, DType t, const MatrixRef& a, const MatrixRef* b, void* o
 }
 
 }  // namespace kiln::library
-
-// ---- cuSOLVER's dense API on the host's LAPACK (cuda-emu's cuSOLVER) --------------------------
-// Each routine calls its LAPACK namesake (one BLAS thread, as every call here) on host memory;
-// workspace queries answer LAPACK's sizes for a blocked run (a block of 64 columns); syevd's
-// integer workspace, which cuSOLVER's API does not have, is the routine's own.
-
-namespace kiln::cuda {
-
-namespace {
-
-template <class T>
-struct HostSolver {
-  using L = library::Lapack<T>;
-  static int geqrf_size(SolverHandle, int, int n, T*, int, int* lwork) {
-    *lwork = 64 * std::max(n, 1);
-    return 0;
-  }
-  static int geqrf(SolverHandle, int m, int n, T* a, int lda, T* tau, T* work, int lwork,
-                   int* info) {
-    library::single_threaded_blas();
-    L::geqrf(&m, &n, a, &lda, tau, work, &lwork, info);
-    return 0;
-  }
-  static int orgqr_size(SolverHandle, int, int n, int, const T*, int, const T*, int* lwork) {
-    *lwork = 64 * std::max(n, 1);
-    return 0;
-  }
-  static int orgqr(SolverHandle, int m, int n, int k, T* a, int lda, const T* tau, T* work,
-                   int lwork, int* info) {
-    library::single_threaded_blas();
-    L::orgqr(&m, &n, &k, a, &lda, tau, work, &lwork, info);
-    return 0;
-  }
-  static int gesvd_size(SolverHandle, int m, int n, int* lwork) {
-    *lwork = std::max({1, 3 * std::min(m, n) + std::max(m, n), 5 * std::min(m, n)}) + 64 * (m + n);
-    return 0;
-  }
-  static int gesvd(SolverHandle, signed char jobu, signed char jobvt, int m, int n, T* a, int lda,
-                   T* s, T* u, int ldu, T* vt, int ldvt, T* work, int lwork, T*, int* info) {
-    library::single_threaded_blas();
-    const char ju = static_cast<char>(jobu), jv = static_cast<char>(jobvt);
-    L::gesvd(&ju, &jv, &m, &n, a, &lda, s, u, &ldu, vt, &ldvt, work, &lwork, info);
-    return 0;
-  }
-  static int potrf_size(SolverHandle, int, int, T*, int, int* lwork) {
-    *lwork = 1;
-    return 0;
-  }
-  static int potrf(SolverHandle, int uplo, int n, T* a, int lda, T*, int, int* info) {
-    library::single_threaded_blas();
-    L::potrf(uplo == kSolverFillLower ? "L" : "U", &n, a, &lda, info);
-    return 0;
-  }
-  static int getrf_size(SolverHandle, int, int, T*, int, int* lwork) {
-    *lwork = 1;
-    return 0;
-  }
-  static int getrf(SolverHandle, int m, int n, T* a, int lda, T*, int* ipiv, int* info) {
-    library::single_threaded_blas();
-    L::getrf(&m, &n, a, &lda, ipiv, info);
-    return 0;
-  }
-  static int getrs(SolverHandle, int trans, int n, int nrhs, const T* a, int lda, const int* ipiv,
-                   T* b, int ldb, int* info) {
-    library::single_threaded_blas();
-    L::getrs(trans == kSolverOpN ? "N" : "T", &n, &nrhs, a, &lda, ipiv, b, &ldb, info);
-    return 0;
-  }
-  static int syevd_size(SolverHandle, int, int, int n, const T*, int, const T*, int* lwork) {
-    *lwork = 1 + 6 * n + 2 * n * n;
-    return 0;
-  }
-  static int syevd(SolverHandle, int jobz, int uplo, int n, T* a, int lda, T* w, T* work, int lwork,
-                   int* info) {
-    library::single_threaded_blas();
-    int liwork = 3 + 5 * n;
-    std::vector<int> iwork(static_cast<size_t>(liwork));
-    L::syevd(jobz == kSolverEigVectors ? "V" : "N", uplo == kSolverFillLower ? "L" : "U", &n, a,
-             &lda, w, work, &lwork, iwork.data(), &liwork, info);
-    return 0;
-  }
-};
-
-}  // namespace
-
-template <class T>
-const SolverFns<T>& host_solver() {
-  static const SolverFns<T> fns = [] {
-    using H = HostSolver<T>;
-    SolverFns<T> f;
-    f.geqrf_size = &H::geqrf_size;
-    f.geqrf = &H::geqrf;
-    f.orgqr_size = &H::orgqr_size;
-    f.orgqr = &H::orgqr;
-    f.gesvd_size = &H::gesvd_size;
-    f.gesvd = &H::gesvd;
-    f.potrf_size = &H::potrf_size;
-    f.potrf = &H::potrf;
-    f.getrf_size = &H::getrf_size;
-    f.getrf = &H::getrf;
-    f.getrs = &H::getrs;
-    f.syevd_size = &H::syevd_size;
-    f.syevd = &H::syevd;
-    return f;
-  }();
-  return fns;
-}
-
-template const SolverFns<double>& host_solver<double>();
-template const SolverFns<float>& host_solver<float>();
-
-}  // namespace kiln::cuda

@@ -16,6 +16,9 @@
 
 namespace kiln::library {
 
+// OpenBLAS on the calling thread only, for the calls that follow (every call here sets it).
+void single_threaded_blas();
+
 // C (m x n, row-major, leading dimension ldc) = op(A) * op(B), or C += op(A) * op(B) when
 // `accumulate`, where op(A) is m x k and op(B) k x n; A is stored row-major with leading
 // dimension lda as m x k, or as k x m when trans_a (and likewise B). float32 or float64. A

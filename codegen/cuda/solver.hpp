@@ -1,6 +1,6 @@
 // LAPACK calls through cuSOLVER's dense API (cusolverDn), written once for the GPU and cuda-emu:
 // the GPU binds the routine table to libcusolver (device.cpp), cuda-emu to the host's LAPACK
-// behind the same signatures (library.cpp: host_solver), so cuda-emu runs the GPU's sequence of
+// behind the same signatures (host_solver.cpp), so cuda-emu runs the GPU's sequence of
 // routines, workspaces and copies on its emulated memory, without a GPU.
 #pragma once
 #include <cstddef>
@@ -37,7 +37,7 @@ struct SolverFns {
 };
 
 // The host's LAPACK (OpenBLAS, one thread) behind cuSOLVER's signatures, on host memory:
-// cuda-emu's cuSOLVER (library.cpp, which declares LAPACK's routines).
+// cuda-emu's cuSOLVER (host_solver.cpp).
 template <class T>
 const SolverFns<T>& host_solver();
 

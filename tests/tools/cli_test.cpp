@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "codegen/library.hpp"
 #include "oracle.hpp"
 #include "shell.hpp"
 
@@ -276,6 +277,33 @@ TEST(Cli, ResidentInputGivesTheSameResult) {
   nlohmann::json j = nlohmann::json::parse(
       run("run random-sum --resident --size 200 --chunk 50 --json", nullptr, "2>/dev/null"));
   EXPECT_NEAR(j["result"].get<double>(), 110000.0, 500.0) << j;
+}
+
+TEST(Cli, RngCurandMakesXWithCuRand) {
+  // --rng curand: x from cuRAND's generator (another sample than Kiln's engine), the same on the
+  // CPU and on cuda-emu, and --resident reads the same values; refused for a solver workload.
+  std::string why;
+  if (!kiln::library::curand_available(&why)) GTEST_SKIP() << "no cuRAND: " << why;
+  std::string args = "run random-sum --size 200 --chunk 50 --json --rng curand";
+  nlohmann::json cpu = nlohmann::json::parse(run(args, nullptr, "2>/dev/null"));
+  nlohmann::json emu =
+      nlohmann::json::parse(run(args + " --device cuda-emu", nullptr, "2>/dev/null"));
+  nlohmann::json res = nlohmann::json::parse(run(args + " --resident", nullptr, "2>/dev/null"));
+  nlohmann::json kiln = nlohmann::json::parse(
+      run("run random-sum --size 200 --chunk 50 --json", nullptr, "2>/dev/null"));
+  EXPECT_EQ(cpu["rng"], "curand") << cpu;
+  EXPECT_EQ(kiln["rng"], "kiln") << kiln;
+  EXPECT_NEAR(cpu["result"].get<double>(), 110000.0, 500.0) << cpu;
+  EXPECT_NE(cpu["result"].get<double>(), kiln["result"].get<double>());
+  EXPECT_DOUBLE_EQ(emu["result"].get<double>(), cpu["result"].get<double>()) << emu;
+  EXPECT_DOUBLE_EQ(res["result"].get<double>(), cpu["result"].get<double>()) << res;
+  int rc = 0;
+  std::string out = run("run svd --rng curand --size 400 --cols 20 --chunk 200", &rc);
+  EXPECT_EQ(rc, 2) << out;
+  EXPECT_NE(out.find("--rng is for workloads that generate x"), std::string::npos) << out;
+  rc = 0;
+  out = run("run diamond --rng philox", &rc);
+  EXPECT_NE(rc, 0) << out;
 }
 
 TEST(Cli, ResidentIsRefusedForTheSolver) {

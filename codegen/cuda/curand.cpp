@@ -7,16 +7,6 @@
 
 namespace kiln::cuda {
 
-namespace {
-
-template <class F>
-bool bind(void* h, const char* name, F* f) {
-  *f = reinterpret_cast<F>(dlsym(h, name));
-  return *f != nullptr;
-}
-
-}  // namespace
-
 const CurandApi& curand_api() {
   static CurandApi api = [] {
     CurandApi x;

@@ -69,12 +69,6 @@ struct Driver {
   int devices = 0;
 };
 
-template <class F>
-bool bind(void* h, const char* name, F* f) {
-  *f = reinterpret_cast<F>(dlsym(h, name));
-  return *f != nullptr;
-}
-
 const Driver& driver() {
   static Driver d = [] {
     Driver x;

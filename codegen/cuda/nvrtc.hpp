@@ -3,6 +3,8 @@
 // one architecture: NVRTC parses and optimizes, ptxas (inside NVRTC) assembles, so a successful
 // compile checks that the printed code is valid for that GPU.
 #pragma once
+#include <dlfcn.h>
+
 #include <string>
 
 namespace kiln::cuda {
@@ -19,6 +21,13 @@ struct NvrtcOutput {
 // sonames, the bare name, then $CUDA_HOME, $CUDA_PATH and /usr/local/cuda's lib64. Returns the
 // handle, or nullptr with `why` naming the paths tried.
 void* open_toolkit_library(const std::string& stem, std::string* why);
+
+// *f = the function `name` of the dlopen handle h; false when the library lacks it.
+template <class F>
+bool bind(void* h, const char* name, F* f) {
+  *f = reinterpret_cast<F>(dlsym(h, name));
+  return *f != nullptr;
+}
 
 // Whether NVRTC could be loaded; if not, why (the paths tried).
 bool nvrtc_available(std::string* why = nullptr);

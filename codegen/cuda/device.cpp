@@ -488,9 +488,11 @@ class GpuLapack final : public backend::DeviceLapack {
         copy4_(kCopySource, "kiln_copy4", gpus),
         devices_(static_cast<size_t>(gpus.count())) {}
 
-  // TSQR's apply also needs cuBLAS (its gemm).
+  // TSQR's apply also needs cuBLAS (its gemm); without it all three steps run on the host, since
+  // the apply must form Q_i from the same factorization as the R step (signs included).
   bool runs(LinalgFn f) const override {
-    return gpu_lapack_runs(f) && (f != LinalgFn::TsqrApply || cublas().why.empty());
+    const bool tsqr = f == LinalgFn::TsqrR || f == LinalgFn::TsqrMix || f == LinalgFn::TsqrApply;
+    return gpu_lapack_runs(f) && (!tsqr || cublas().why.empty());
   }
   std::string name() const override { return "cuSOLVER"; }
 

@@ -618,6 +618,8 @@ class Run {
     }
   }
 
+  static constexpr int64_t kUnitStride[1] = {1};  // a whole 1-D run (LAPACK's, cuRAND's results)
+
   // Calls f(first element, length) for each contiguous run of the elements base + sum idx[d] *
   // strides[d] (idx < ext).
   template <class F>
@@ -1053,12 +1055,7 @@ class Run {
       lapack_->lapack(dev, l.fn, l.dtype, a, l.b.present() ? &b : nullptr,
                       static_cast<char*>(write_replica(l.out, dev)) + l.out_offset * es,
                       static_cast<size_t>(count) * es, threads);
-      if (host_homed_[l.out]) {
-        ensure_array(l.out);
-        const int64_t strides[1] = {1};
-        download_box(dev, data_[l.out].get(), write_replica(l.out, dev), es, l.out_offset, 1,
-                     &count, strides);
-      }
+      home_box(l.out, dev, write_replica(l.out, dev), l.out_offset, 1, &count, kUnitStride);
     } else {
       ensure_array(l.out);
       library::lapack(l.fn, l.dtype, a, l.b.present() ? &b : nullptr,
@@ -1079,12 +1076,7 @@ class Run {
     if (random_) {
       auto* out = static_cast<double*>(write_replica(l.out, dev)) + l.out_offset;
       random_->generate(dev, l.random, seed, 0, count, out);
-      if (host_homed_[l.out]) {
-        ensure_array(l.out);
-        const int64_t strides[1] = {1};
-        download_box(dev, data_[l.out].get(), write_replica(l.out, dev), sizeof(double),
-                     l.out_offset, 1, &count, strides);
-      }
+      home_box(l.out, dev, write_replica(l.out, dev), l.out_offset, 1, &count, kUnitStride);
     } else {
       ensure_array(l.out);
       library::curand_host(l.random, seed, 0, count,

@@ -206,6 +206,13 @@ class DeviceFunction {
   mutable std::unordered_map<int, CUfunction> fns_;
 };
 
+// Launches a grid-stride kernel over `items` elements on the legacy default stream: blocks of 256
+// threads, at most 1024 blocks. `what` names it in errors.
+void launch_grid_stride(CUfunction fn, int64_t items, void** params, const char* what) {
+  auto grid = static_cast<unsigned>(std::min<int64_t>((items + 255) / 256, 1024));
+  check(driver().launch(fn, grid, 1, 1, 256, 1, 1, 0, nullptr, params, nullptr), what);
+}
+
 // Folds partials on a GPU: one launch, grid-stride, on the default stream (the next copy out
 // waits for it).
 class GpuCombiner final : public backend::Combiner {
@@ -219,9 +226,7 @@ class GpuCombiner final : public backend::Combiner {
     long long count = n, offset = static_cast<long long>(index_offset);
     CUdeviceptr a = dptr(acc), b = dptr(in);
     void* params[] = {&count, &a, &b, &offset};
-    auto grid = static_cast<unsigned>(std::min<int64_t>((n + 255) / 256, 1024));
-    check(driver().launch(fn, grid, 1, 1, 256, 1, 1, 0, nullptr, params, nullptr),
-          "cuLaunchKernel (combine)");
+    launch_grid_stride(fn, n, params, "cuLaunchKernel (combine)");
   }
 
  private:
@@ -387,9 +392,7 @@ class GpuBlas final : public backend::DeviceBlas {
     long long count = n, ld = ldc;
     CUdeviceptr cp = dptr(c);
     void* params[] = {&count, &cp, &ld};
-    auto grid = static_cast<unsigned>(std::min<int64_t>((n * n + 255) / 256, 1024));
-    check(driver().launch(fn, grid, 1, 1, 256, 1, 1, 0, nullptr, params, nullptr),
-          "cuLaunchKernel (Gram mirror)");
+    launch_grid_stride(fn, n * n, params, "cuLaunchKernel (Gram mirror)");
   }
 
   static void check_dims(const char* what, std::initializer_list<int64_t> dims) {
@@ -498,8 +501,7 @@ class GpuLapack final : public backend::DeviceLapack {
 
   void lapack(int device, LinalgFn f, DType t, const library::MatrixRef& a,
               const library::MatrixRef* b, void* out, size_t, int) override {
-    if (!cusolver().why.empty()) throw Error("device cuda: " + cusolver().why);
-    gpus_.use(device);
+    gpus_.use(device);  // (lapack() offers this class only where cuSOLVER loaded)
     PerDevice& d = devices_.at(static_cast<size_t>(device));
     std::lock_guard<std::mutex> lock(d.mu);
     if (!d.solver)
@@ -553,9 +555,7 @@ class GpuLapack final : public backend::DeviceLapack {
       long long r = rows, c = cols, a0 = ss0, a1 = ss1, b0 = ds0, b1 = ds1;
       CUdeviceptr s = dptr(src), t = dptr(dst), flag = dptr(nonfinite);
       void* params[] = {&r, &c, &s, &a0, &a1, &t, &b0, &b1, &part, &flag};
-      auto grid = static_cast<unsigned>(std::min<int64_t>((rows * cols + 255) / 256, 4096));
-      check(driver().launch(k, grid, 1, 1, 256, 1, 1, 0, nullptr, params, nullptr),
-            "cuLaunchKernel (a LAPACK call's copy)");
+      launch_grid_stride(k, rows * cols, params, "cuLaunchKernel (a LAPACK call's copy)");
     }
     void gemm_tt(DType t, int r, int m, int n, const void* a, const void* b, void* c) override {
       if (!d.blas) check_cublas(cublas().create(&d.blas), "cublasCreate");

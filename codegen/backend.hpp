@@ -43,6 +43,10 @@ struct KernelDumps {
 // A kernel ready to run. launch() evaluates it over one block: I, F and P as kernel_ir.hpp
 // lays them out. It throws kiln::Error for a run-time error the kernel raised (an integer to a
 // negative power). Thread-safe: blocks run concurrently.
+//
+// On a backend with device memory, launch() only queues the kernel: each device runs its queued
+// work (launches, copies, library calls) in the order it was queued, asynchronously to the host,
+// and DeviceMemory::synchronize() waits for it and throws the errors its kernels raised.
 class Kernel {
  public:
   virtual ~Kernel() = default;
@@ -55,6 +59,15 @@ class Kernel {
 // Device): the runtime allocates blocks there, copies in what kernels read and copies out what
 // the host needs (runtime/device.cpp pools and counts them). Devices are numbered 0 ...
 // count() - 1. Thread-safe.
+//
+// Each device has one queue (a CUDA stream): launches, copies to and between devices and library
+// calls on the device run in the order they were queued, and may run after the call that queued
+// them returned. So work queued after a task's work on the same device sees its results, and
+// memory freed to the runtime's pool is only reused by later work in the same queue. The calls
+// below keep the host's side safe: to_device() has read `src` when it returns; to_host() returns
+// once `dst` holds the values (after everything queued before it); between() orders the copy
+// after the source device's queued work and that device's later work after the copy; free()
+// waits for the device's queue.
 class DeviceMemory {
  public:
   virtual ~DeviceMemory() = default;
@@ -66,6 +79,9 @@ class DeviceMemory {
   virtual void to_device(int device, void* dst, const void* src, size_t bytes) = 0;
   virtual void to_host(int device, void* dst, const void* src, size_t bytes) = 0;
   virtual void between(int to, void* dst, int from, const void* src, size_t bytes) = 0;
+  // Waits until `device` has run everything queued on it; then throws kiln::Error for the first
+  // error a kernel raised there since the last call (an integer to a negative power), clearing it.
+  virtual void synchronize(int device) = 0;
 };
 
 // Folds reduction partials where they are, on a device (DeviceMemory backends): acc[e] =
@@ -81,8 +97,8 @@ class Combiner {
 // Matrix products in a device's memory (DeviceMemory backends): library GEMM tasks run where
 // their operands are instead of on copies on the host. The contract of library::gemm and
 // library::add_into (codegen/library.hpp: row-major, leading dimensions in elements, A^T A
-// exactly symmetric), with every pointer in `device`'s memory. Thread-safe; a call's result is
-// ordered before any later launch or copy on that device. Throws kiln::Error naming the call.
+// exactly symmetric), with every pointer in `device`'s memory. Thread-safe; calls are queued on
+// the device like launches (DeviceMemory). Throws kiln::Error naming the call.
 class DeviceBlas {
  public:
   virtual ~DeviceBlas() = default;

@@ -28,6 +28,8 @@ class DeviceArena {
   void to_device(int device, void* dst, const void* src, size_t bytes);
   void to_host(int device, void* dst, const void* src, size_t bytes);
   void between(int to, void* dst, int from, const void* src, size_t bytes);
+  // Waits for the device's queued work; throws what its kernels raised (DeviceMemory).
+  void synchronize(int device) { m_.synchronize(device); }
   Transfers transfers() const;
 
  private:

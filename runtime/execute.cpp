@@ -183,6 +183,15 @@ class Run {
     } else {
       run_on_std_threads(threads);
     }
+    // Device work is queued (backend.hpp): the run ends when every device has run its share,
+    // and a kernel's error surfaces here (the first error of a run wins).
+    for (int d = 0; arena_ && d < ndev_; ++d) {
+      try {
+        arena_->synchronize(d);
+      } catch (...) {
+        if (!error_) error_ = std::current_exception();
+      }
+    }
     if (error_) std::rethrow_exception(error_);
   }
 
@@ -257,6 +266,7 @@ class Run {
       r.outputs.push_back(data_[a]);
       r.places.emplace_back();
     }
+    if (arena_ && keep_) arena_->synchronize(0);  // outputs copied to device 0 above
     if (arena_) r.transfers = arena_->transfers();
     r.devices = ndev_;
     return r;

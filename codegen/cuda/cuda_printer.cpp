@@ -3,6 +3,7 @@
 // interpreter folds a row in strips, the printed row loops do the same steps in the same order.
 #include "codegen/cuda/cuda_printer.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -669,9 +670,15 @@ class Printer {
   // --- entry points -------------------------------------------------------------------------
 
   void print_device_entry() {
-    s_ += R"(
-extern "C" __global__ void __launch_bounds__(KILN_BLOCK)
-kiln_kernel(const kiln_i64* I, const double* F, void* const* P, void* scratch, unsigned* status) {
+    auto at_least_one = [](int64_t n) { return std::to_string(std::max<int64_t>(n, 1)); };
+    s_ += "\nstruct kiln_args {\n  kiln_i64 I[" + at_least_one(k_.num_ints()) + "];\n  double F[" +
+          at_least_one(static_cast<int64_t>(k_.params.size())) + "];\n  void* P[" +
+          at_least_one(k_.num_pointer_slots()) + "];\n};\n";
+    s_ += R"(extern "C" __global__ void __launch_bounds__(KILN_BLOCK)
+kiln_kernel(const __grid_constant__ kiln_args args, void* scratch, unsigned* status) {
+  const kiln_i64* I = args.I;
+  const double* F = args.F;
+  void* const* P = args.P;
   const kiln_i64 T = (kiln_i64)gridDim.x * KILN_BLOCK;
   kiln_acc a;
   kiln_acc_init(a);

@@ -38,10 +38,13 @@ struct Printed {
   KernelShape shape;
 };
 
-// Entry points: Device: extern "C" __global__ kiln_kernel(const long long* I, const double* F,
-// void* const* P, void* scratch, unsigned* status); Emu: extern "C" unsigned
-// kiln_emu_launch(const long long* I, const double* F, void* const* P, long long grid), which
-// returns the status word. status bit 1: an integer was raised to a negative power.
+// Entry points: Device: extern "C" __global__ kiln_kernel(const __grid_constant__ kiln_args args,
+// void* scratch, unsigned* status), where kiln_args is { long long I[ni]; double F[nf]; void*
+// P[np]; } with the kernel's counts, each at least 1: the arrays by value, so a launch copies
+// nothing and waits for nothing; errors are or-ed into *status, which stays set until the host
+// clears it. Emu: extern "C" unsigned kiln_emu_launch(const long long* I, const double* F, void*
+// const* P, long long grid), which returns the status word. status bit 1: an integer was raised
+// to a negative power.
 // scratch (tree kernels): 256 bytes of zeroed ticket counter, then one partial per block.
 // kiln_math: exp, expm1, log, log1p, tanh from Kiln's own functions (codegen/math), the same
 // bits as the CPU's in KILN_MATH=kiln; else the device's libm.

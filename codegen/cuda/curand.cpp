@@ -22,6 +22,7 @@ const CurandApi& curand_api() {
               bind(h, "curandDestroyGenerator", &x.destroy) &&
               bind(h, "curandSetPseudoRandomGeneratorSeed", &x.set_seed) &&
               bind(h, "curandSetGeneratorOffset", &x.set_offset) &&
+              bind(h, "curandSetStream", &x.set_stream) &&
               bind(h, "curandGenerateNormalDouble", &x.normal_double) &&
               bind(h, "curandGenerateUniformDouble", &x.uniform_double);
     if (!ok) x.why = "libcurand lacks a function Kiln calls";

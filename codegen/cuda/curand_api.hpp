@@ -11,6 +11,7 @@
 namespace kiln::cuda {
 
 using CurandGenerator = struct curandGenerator_st*;
+using CurandStream = struct CUstream_st*;  // the driver's CUstream
 
 struct CurandApi {
   int (*create)(CurandGenerator*, int) = nullptr;       // curandCreateGenerator (device)
@@ -18,6 +19,7 @@ struct CurandApi {
   int (*destroy)(CurandGenerator) = nullptr;
   int (*set_seed)(CurandGenerator, unsigned long long) = nullptr;
   int (*set_offset)(CurandGenerator, unsigned long long) = nullptr;
+  int (*set_stream)(CurandGenerator, CurandStream) = nullptr;  // curandSetStream
   int (*normal_double)(CurandGenerator, double*, size_t, double, double) = nullptr;
   int (*uniform_double)(CurandGenerator, double*, size_t) = nullptr;
   std::string why;  // empty: loaded

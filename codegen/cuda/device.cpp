@@ -2,12 +2,16 @@
 // machines with and without a GPU. "No GPU" is decided by cuInit and cuDeviceGetCount, not by
 // dlopen alone: the toolkit's stub libcuda loads and then cuInit fails.
 //
-// With a GPU: each device's primary context; kernels printed for the device (Flavor::Device),
-// compiled by NVRTC for its architecture (cubins cached, nvrtc.hpp) and loaded into each device's
-// context when first launched there; device memory through cuMemAlloc / cuMemFree (the runtime
-// pools it) and synchronous copies. A launch copies the block's I, F and P arrays to the device
-// (the kernel reads them through pointers), zeroes the status word and the tree kernels' scratch,
-// launches on the legacy default stream and reads the status back, which waits for the kernel.
+// With a GPU: each device's primary context and one non-blocking stream, its queue (backend.hpp,
+// DeviceMemory): every launch, copy, memset and cuBLAS / cuSOLVER / cuRAND call for the device
+// goes on it, so they run in the order queued while the host goes on. Kernels are printed for the
+// device (Flavor::Device), compiled by NVRTC for its architecture (cubins cached, nvrtc.hpp) and
+// loaded into each device's context when first launched there; device memory through cuMemAlloc /
+// cuMemFree (the runtime pools it). A launch passes the block's I, F and P arrays by value (one
+// __grid_constant__ parameter, copied by cuLaunchKernel: nothing to copy or wait for) and zeroes
+// the tree kernels' scratch on the stream; kernels raise errors into the device's status word,
+// which synchronize() reads. The host waits only where it must: copies to the host, LAPACK's
+// results (cuSOLVER's info), freeing memory, and synchronize() at the end of a run.
 // NOT YET RUN ON A GPU: no session so far had one (docs/ARCHITECTURE.md lists what was verified).
 #include <dlfcn.h>
 
@@ -43,8 +47,13 @@ using CUcontext = struct CUctx_st*;
 using CUmodule = struct CUmod_st*;
 using CUfunction = struct CUfunc_st*;
 using CUstream = struct CUstream_st*;
+using CUevent = struct CUevent_st*;
 constexpr int kAttrComputeMajor = 75, kAttrComputeMinor = 76;  // CU_DEVICE_ATTRIBUTE_...
 constexpr CUresult kOutOfMemory = 2;                           // CUDA_ERROR_OUT_OF_MEMORY
+constexpr unsigned kStreamNonBlocking = 1;                     // CU_STREAM_NON_BLOCKING
+constexpr unsigned kEventDisableTiming = 2;                    // CU_EVENT_DISABLE_TIMING
+// cuLaunchKernel's limit on a kernel's parameters (CUDA 12.1 and later, Volta and later).
+constexpr size_t kMaxParamBytes = 32764;
 
 struct Driver {
   CUresult (*init)(unsigned) = nullptr;
@@ -56,11 +65,19 @@ struct Driver {
   CUresult (*set_current)(CUcontext) = nullptr;
   CUresult (*mem_alloc)(CUdeviceptr*, size_t) = nullptr;
   CUresult (*mem_free)(CUdeviceptr) = nullptr;
-  CUresult (*htod)(CUdeviceptr, const void*, size_t) = nullptr;
-  CUresult (*dtoh)(void*, CUdeviceptr, size_t) = nullptr;
-  CUresult (*peer)(CUdeviceptr, CUcontext, CUdeviceptr, CUcontext, size_t) = nullptr;
-  CUresult (*memset8)(CUdeviceptr, unsigned char, size_t) = nullptr;
-  CUresult (*memset2d8)(CUdeviceptr, size_t, unsigned char, size_t, size_t) = nullptr;
+  CUresult (*stream_create)(CUstream*, unsigned) = nullptr;
+  CUresult (*stream_sync)(CUstream) = nullptr;
+  CUresult (*stream_wait)(CUstream, CUevent, unsigned) = nullptr;
+  CUresult (*event_create)(CUevent*, unsigned) = nullptr;
+  CUresult (*event_record)(CUevent, CUstream) = nullptr;
+  CUresult (*event_destroy)(CUevent) = nullptr;
+  // The asynchronous copies and memsets: every one goes on a device's stream.
+  CUresult (*htod)(CUdeviceptr, const void*, size_t, CUstream) = nullptr;
+  CUresult (*dtoh)(void*, CUdeviceptr, size_t, CUstream) = nullptr;
+  CUresult (*dtod)(CUdeviceptr, CUdeviceptr, size_t, CUstream) = nullptr;
+  CUresult (*peer)(CUdeviceptr, CUcontext, CUdeviceptr, CUcontext, size_t, CUstream) = nullptr;
+  CUresult (*memset8)(CUdeviceptr, unsigned char, size_t, CUstream) = nullptr;
+  CUresult (*memset2d8)(CUdeviceptr, size_t, unsigned char, size_t, size_t, CUstream) = nullptr;
   CUresult (*load_data)(CUmodule*, const void*) = nullptr;
   CUresult (*get_function)(CUfunction*, CUmodule, const char*) = nullptr;
   CUresult (*launch)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
@@ -97,12 +114,17 @@ const Driver& driver() {
         bind(h, "cuDeviceGet", &x.device_get) && bind(h, "cuDeviceGetAttribute", &x.attribute) &&
         bind(h, "cuDevicePrimaryCtxRetain", &x.primary_ctx) &&
         bind(h, "cuCtxSetCurrent", &x.set_current) && bind(h, "cuMemAlloc_v2", &x.mem_alloc) &&
-        bind(h, "cuMemFree_v2", &x.mem_free) && bind(h, "cuMemcpyHtoD_v2", &x.htod) &&
-        bind(h, "cuMemcpyDtoH_v2", &x.dtoh) && bind(h, "cuMemcpyPeer", &x.peer) &&
-        bind(h, "cuMemsetD8_v2", &x.memset8) && bind(h, "cuMemsetD2D8_v2", &x.memset2d8) &&
+        bind(h, "cuMemFree_v2", &x.mem_free) && bind(h, "cuStreamCreate", &x.stream_create) &&
+        bind(h, "cuStreamSynchronize", &x.stream_sync) &&
+        bind(h, "cuStreamWaitEvent", &x.stream_wait) && bind(h, "cuEventCreate", &x.event_create) &&
+        bind(h, "cuEventRecord", &x.event_record) &&
+        bind(h, "cuEventDestroy_v2", &x.event_destroy) &&
+        bind(h, "cuMemcpyHtoDAsync_v2", &x.htod) && bind(h, "cuMemcpyDtoHAsync_v2", &x.dtoh) &&
+        bind(h, "cuMemcpyDtoDAsync_v2", &x.dtod) && bind(h, "cuMemcpyPeerAsync", &x.peer) &&
+        bind(h, "cuMemsetD8Async", &x.memset8) && bind(h, "cuMemsetD2D8Async", &x.memset2d8) &&
         bind(h, "cuModuleLoadData", &x.load_data) &&
         bind(h, "cuModuleGetFunction", &x.get_function) && bind(h, "cuLaunchKernel", &x.launch);
-    if (!ok) x.why = "libcuda.so.1 lacks a function Kiln calls (a driver older than CUDA 4?)";
+    if (!ok) x.why = "libcuda.so.1 lacks a function Kiln calls (a driver older than CUDA 8?)";
     return x;
   }();
   return d;
@@ -119,7 +141,8 @@ void check(CUresult rc, const char* call) {
 
 CUdeviceptr dptr(const void* p) { return reinterpret_cast<CUdeviceptr>(p); }
 
-// The devices' primary contexts and architectures, made current on the calling thread per call.
+// The devices: primary contexts (made current on the calling thread per call), architectures,
+// streams (one per device: its queue) and status words (the errors kernels raised).
 class Gpus final : public backend::DeviceMemory {
  public:
   Gpus() {
@@ -130,13 +153,18 @@ class Gpus final : public backend::DeviceMemory {
       int major = 0, minor = 0;
       check(d.attribute(&major, kAttrComputeMajor, dev), "cuDeviceGetAttribute");
       check(d.attribute(&minor, kAttrComputeMinor, dev), "cuDeviceGetAttribute");
-      CUcontext ctx = nullptr;
-      check(d.primary_ctx(&ctx, dev), "cuDevicePrimaryCtxRetain");
-      ctx_.push_back(ctx);
-      arch_.push_back(major * 10 + minor);
+      PerGpu g;
+      check(d.primary_ctx(&g.ctx, dev), "cuDevicePrimaryCtxRetain");
+      g.arch = major * 10 + minor;
+      check(d.set_current(g.ctx), "cuCtxSetCurrent");
+      check(d.stream_create(&g.stream, kStreamNonBlocking), "cuStreamCreate");
+      check(d.mem_alloc(&g.status, sizeof(unsigned)), "cuMemAlloc");
+      check(d.memset8(g.status, 0, sizeof(unsigned), g.stream), "cuMemsetD8Async");
+      check(d.stream_sync(g.stream), "cuStreamSynchronize");
+      gpus_.push_back(g);
     }
   }
-  int count() const override { return static_cast<int>(ctx_.size()); }
+  int count() const override { return static_cast<int>(gpus_.size()); }
   int max_count() const override { return count(); }
   void* alloc(int device, size_t bytes) override {
     use(device);
@@ -148,30 +176,73 @@ class Gpus final : public backend::DeviceMemory {
     check(rc, "cuMemAlloc");
     return reinterpret_cast<void*>(p);
   }
+  // Waits for the stream first: queued work may still use the memory.
   void free(int device, void* p, size_t) override {
     use(device);
-    driver().mem_free(dptr(p));  // in a deleter: nothing to report to
+    driver().stream_sync(stream(device));  // in a deleter: nothing to report to
+    driver().mem_free(dptr(p));
   }
+  // From pageable memory the driver stages `src` (or waits) before returning (CUDA's "API
+  // synchronization behavior"), so the host may reuse it at once.
   void to_device(int device, void* dst, const void* src, size_t bytes) override {
     use(device);
-    check(driver().htod(dptr(dst), src, bytes), "cuMemcpyHtoD");
+    check(driver().htod(dptr(dst), src, bytes, stream(device)), "cuMemcpyHtoDAsync");
   }
   void to_host(int device, void* dst, const void* src, size_t bytes) override {
     use(device);
-    check(driver().dtoh(dst, dptr(src), bytes), "cuMemcpyDtoH");
+    check(driver().dtoh(dst, dptr(src), bytes, stream(device)), "cuMemcpyDtoHAsync");
+    check(driver().stream_sync(stream(device)), "cuStreamSynchronize");
   }
+  // On the destination's stream, after an event of the source's stream; the source's stream then
+  // waits for the copy, so its later work cannot overwrite `src` while the copy reads it.
   void between(int to, void* dst, int from, const void* src, size_t bytes) override {
+    order(from, to);
     use(to);
-    check(driver().peer(dptr(dst), ctx_[to], dptr(src), ctx_[from], bytes), "cuMemcpyPeer");
+    check(driver().peer(dptr(dst), context(to), dptr(src), context(from), bytes, stream(to)),
+          "cuMemcpyPeerAsync");
+    order(to, from);
+  }
+  void synchronize(int device) override {
+    use(device);
+    CUstream s = stream(device);
+    check(driver().stream_sync(s), "cuStreamSynchronize");
+    unsigned word = 0;
+    const CUdeviceptr status = gpus_.at(device).status;
+    check(driver().dtoh(&word, status, sizeof word, s), "cuMemcpyDtoHAsync (the kernels' status)");
+    check(driver().stream_sync(s), "cuStreamSynchronize");
+    if (word == 0) return;
+    check(driver().memset8(status, 0, sizeof word, s), "cuMemsetD8Async");
+    check(driver().stream_sync(s), "cuStreamSynchronize");
+    throw Error(kir::negative_power_message());
   }
 
-  void use(int device) const { check(driver().set_current(ctx_.at(device)), "cuCtxSetCurrent"); }
-  CUcontext context(int device) const { return ctx_.at(device); }
-  int arch(int device) const { return arch_.at(device); }
+  void use(int device) const { check(driver().set_current(context(device)), "cuCtxSetCurrent"); }
+  CUcontext context(int device) const { return gpus_.at(device).ctx; }
+  int arch(int device) const { return gpus_.at(device).arch; }
+  CUstream stream(int device) const { return gpus_.at(device).stream; }
+  // The word kernels on `device` raise errors into (kiln_raise); synchronize() reads it.
+  CUdeviceptr status(int device) const { return gpus_.at(device).status; }
 
  private:
-  std::vector<CUcontext> ctx_;
-  std::vector<int> arch_;
+  struct PerGpu {
+    CUcontext ctx = nullptr;
+    int arch = 0;
+    CUstream stream = nullptr;
+    CUdeviceptr status = 0;
+  };
+  // Work queued on `then` from now on waits for what is queued on `first` so far.
+  void order(int first, int then) const {
+    if (first == then) return;
+    use(first);
+    CUevent e = nullptr;
+    check(driver().event_create(&e, kEventDisableTiming), "cuEventCreate");
+    check(driver().event_record(e, stream(first)), "cuEventRecord");
+    CUresult rc = driver().stream_wait(stream(then), e, 0);
+    driver().event_destroy(e);  // released once it completes
+    check(rc, "cuStreamWaitEvent");
+  }
+
+  std::vector<PerGpu> gpus_;
 };
 
 // A __global__ function of a source: compiled by NVRTC for each device's architecture and loaded
@@ -206,19 +277,19 @@ class DeviceFunction {
   mutable std::unordered_map<int, CUfunction> fns_;
 };
 
-// Launches a grid-stride kernel over `items` elements on the legacy default stream: blocks of 256
-// threads, at most 1024 blocks. `what` names it in errors.
-void launch_grid_stride(CUfunction fn, int64_t items, void** params, const char* what) {
+// Queues a grid-stride kernel over `items` elements on a stream: blocks of 256 threads, at most
+// 1024 blocks. `what` names it in errors.
+void launch_grid_stride(CUfunction fn, int64_t items, void** params, CUstream stream,
+                        const char* what) {
   auto grid = static_cast<unsigned>(std::min<int64_t>((items + 255) / 256, 1024));
-  check(driver().launch(fn, grid, 1, 1, 256, 1, 1, 0, nullptr, params, nullptr), what);
+  check(driver().launch(fn, grid, 1, 1, 256, 1, 1, 0, stream, params, nullptr), what);
 }
 
-// Folds partials on a GPU: one launch, grid-stride, on the default stream (the next copy out
-// waits for it).
+// Folds partials on a GPU: one launch, grid-stride, on the device's stream.
 class GpuCombiner final : public backend::Combiner {
  public:
   GpuCombiner(std::string source, Gpus& gpus)
-      : function_(std::move(source), "kiln_combine", gpus) {}
+      : gpus_(gpus), function_(std::move(source), "kiln_combine", gpus) {}
   void combine(int device, void* acc, const void* in, int64_t n,
                size_t index_offset) const override {
     if (n <= 0) return;
@@ -226,10 +297,11 @@ class GpuCombiner final : public backend::Combiner {
     long long count = n, offset = static_cast<long long>(index_offset);
     CUdeviceptr a = dptr(acc), b = dptr(in);
     void* params[] = {&count, &a, &b, &offset};
-    launch_grid_stride(fn, n, params, "cuLaunchKernel (combine)");
+    launch_grid_stride(fn, n, params, gpus_.stream(device), "cuLaunchKernel (combine)");
   }
 
  private:
+  Gpus& gpus_;
   DeviceFunction function_;
 };
 
@@ -250,6 +322,7 @@ struct CublasFns {
 
 struct Cublas {
   int (*create)(CublasHandle*) = nullptr;
+  int (*set_stream)(CublasHandle, CUstream) = nullptr;
   CublasFns<double> d;
   CublasFns<float> s;
   std::string why;  // empty: loaded
@@ -263,10 +336,11 @@ const Cublas& cublas() {
       x.why = "cuBLAS not found (" + x.why + ")";
       return x;
     }
-    bool ok = bind(h, "cublasCreate_v2", &x.create) && bind(h, "cublasDgemm_v2", &x.d.gemm) &&
-              bind(h, "cublasSgemm_v2", &x.s.gemm) && bind(h, "cublasDgeam", &x.d.geam) &&
-              bind(h, "cublasSgeam", &x.s.geam) && bind(h, "cublasDsyrk_v2", &x.d.syrk) &&
-              bind(h, "cublasSsyrk_v2", &x.s.syrk);
+    bool ok = bind(h, "cublasCreate_v2", &x.create) &&
+              bind(h, "cublasSetStream_v2", &x.set_stream) &&
+              bind(h, "cublasDgemm_v2", &x.d.gemm) && bind(h, "cublasSgemm_v2", &x.s.gemm) &&
+              bind(h, "cublasDgeam", &x.d.geam) && bind(h, "cublasSgeam", &x.s.geam) &&
+              bind(h, "cublasDsyrk_v2", &x.d.syrk) && bind(h, "cublasSsyrk_v2", &x.s.syrk);
     if (!ok) x.why = "cuBLAS lacks a function Kiln calls";
     return x;
   }();
@@ -277,6 +351,14 @@ void check_cublas(int status, const char* call) {
   if (status != 0)
     throw Error(std::string("device cuda: ") + call + " failed (cuBLAS status " +
                 std::to_string(status) + ")");
+}
+
+// A cuBLAS handle whose calls go on `stream` (the device current).
+CublasHandle cublas_handle(CUstream stream) {
+  CublasHandle h = nullptr;
+  check_cublas(cublas().create(&h), "cublasCreate");
+  check_cublas(cublas().set_stream(h, stream), "cublasSetStream");
+  return h;
 }
 
 // Copies the lower triangle of a row-major n x n matrix (leading dimension ldc, 8- or 4-byte
@@ -298,8 +380,8 @@ extern "C" __global__ void kiln_mirror4(long long n, unsigned int* c, long long 
 }
 )";
 
-// Matrix products on a GPU through cuBLAS, on the legacy default stream like every launch and
-// copy (so they are ordered with them). Row-major C = op(A) op(B) is column-major C^T =
+// Matrix products on a GPU through cuBLAS, on the device's stream like every launch and copy (so
+// they are ordered with them). Row-major C = op(A) op(B) is column-major C^T =
 // op(B)^T op(A)^T: the operands swap and the transpose flags stay. A^T A (one operand) is syrk
 // into one triangle and a mirror kernel, exactly symmetric as on the CPU. One handle per device,
 // calls on it one at a time.
@@ -322,8 +404,9 @@ class GpuBlas final : public backend::DeviceBlas {
     if (k == 0) {  // an empty sum: zeros, or C unchanged
       if (!accumulate)
         check(driver().memset2d8(dptr(c), static_cast<size_t>(ldc) * es, 0,
-                                 static_cast<size_t>(n) * es, static_cast<size_t>(m)),
-              "cuMemsetD2D8");
+                                 static_cast<size_t>(n) * es, static_cast<size_t>(m),
+                                 gpus_.stream(device)),
+              "cuMemsetD2D8Async");
       return;
     }
     const bool gram = trans_a && !trans_b && a == b && lda == ldb && m == n;
@@ -383,7 +466,7 @@ class GpuBlas final : public backend::DeviceBlas {
     gpus_.use(device);
     PerDevice& d = devices_.at(static_cast<size_t>(device));
     std::lock_guard<std::mutex> lock(d.mu);
-    if (!d.handle) check_cublas(cublas().create(&d.handle), "cublasCreate");
+    if (!d.handle) d.handle = cublas_handle(gpus_.stream(device));
     return d;
   }
 
@@ -392,7 +475,7 @@ class GpuBlas final : public backend::DeviceBlas {
     long long count = n, ld = ldc;
     CUdeviceptr cp = dptr(c);
     void* params[] = {&count, &cp, &ld};
-    launch_grid_stride(fn, n * n, params, "cuLaunchKernel (Gram mirror)");
+    launch_grid_stride(fn, n * n, params, gpus_.stream(device), "cuLaunchKernel (Gram mirror)");
   }
 
   static void check_dims(const char* what, std::initializer_list<int64_t> dims) {
@@ -429,6 +512,7 @@ bool bind_solver(void* h, char p, SolverFns<T>* fn) {
 
 struct Cusolver {
   int (*create)(SolverHandle*) = nullptr;
+  int (*set_stream)(SolverHandle, CUstream) = nullptr;
   SolverFns<double> d;
   SolverFns<float> s;
   std::string why;  // empty: loaded
@@ -443,8 +527,8 @@ const Cusolver& cusolver() {
       return x;
     }
     x.why.clear();
-    if (!bind(h, "cusolverDnCreate", &x.create) || !bind_solver(h, 'D', &x.d) ||
-        !bind_solver(h, 'S', &x.s))
+    if (!bind(h, "cusolverDnCreate", &x.create) || !bind(h, "cusolverDnSetStream", &x.set_stream) ||
+        !bind_solver(h, 'D', &x.d) || !bind_solver(h, 'S', &x.s))
       x.why = "cuSOLVER lacks a function Kiln calls";
     return x;
   }();
@@ -480,7 +564,7 @@ extern "C" __global__ void kiln_copy4(long long rows, long long cols, const floa
 )";
 
 // LAPACK calls on a GPU through cuSOLVER (solver.cpp's call sequences, the ones cuda-emu runs on
-// the host's LAPACK), on the legacy default stream like every launch and copy; workspaces from
+// the host's LAPACK), on the device's stream like every launch and copy; workspaces from
 // cuMemAlloc, the copy kernel printed above, TSQR's product by cuBLAS's gemm. One cuSOLVER handle
 // (and cuBLAS handle) per device, a call at a time per device. NOT YET RUN ON A GPU.
 class GpuLapack final : public backend::DeviceLapack {
@@ -504,10 +588,13 @@ class GpuLapack final : public backend::DeviceLapack {
     gpus_.use(device);  // (lapack() offers this class only where cuSOLVER loaded)
     PerDevice& d = devices_.at(static_cast<size_t>(device));
     std::lock_guard<std::mutex> lock(d.mu);
-    if (!d.solver)
-      if (int st = cusolver().create(&d.solver); st != 0)
-        throw Error("device cuda: cusolverDnCreate failed (cuSOLVER status " + std::to_string(st) +
-                    ")");
+    if (!d.solver) {
+      int st = cusolver().create(&d.solver);
+      if (st == 0) st = cusolver().set_stream(d.solver, gpus_.stream(device));
+      if (st != 0)
+        throw Error("device cuda: creating a cuSOLVER handle failed (cuSOLVER status " +
+                    std::to_string(st) + ")");
+    }
     On on{*this, d, device};
     if (t == DType::Float64)
       solver_lapack(on, cusolver().d, d.solver, f, a, b, static_cast<double*>(out));
@@ -526,10 +613,12 @@ class GpuLapack final : public backend::DeviceLapack {
 
   // One call's device: its memory, copies and kernels.
   struct On final : SolverDevice {
-    On(GpuLapack& l, PerDevice& d, int device) : l(l), d(d), device(device) {}
+    On(GpuLapack& l, PerDevice& d, int device)
+        : l(l), d(d), device(device), stream(l.gpus_.stream(device)) {}
     GpuLapack& l;
     PerDevice& d;
     int device;
+    CUstream stream;
 
     void* alloc(size_t bytes) override {
       CUdeviceptr p = 0;
@@ -537,16 +626,19 @@ class GpuLapack final : public backend::DeviceLapack {
       return reinterpret_cast<void*>(p);
     }
     void free(void* p) override {
-      if (p) driver().mem_free(dptr(p));
+      if (!p) return;
+      driver().stream_sync(stream);  // queued calls may still use it
+      driver().mem_free(dptr(p));
     }
     void zero(void* p, size_t bytes) override {
-      check(driver().memset8(dptr(p), 0, bytes), "cuMemsetD8");
+      check(driver().memset8(dptr(p), 0, bytes, stream), "cuMemsetD8Async");
     }
     void to_host(void* dst, const void* src, size_t bytes) override {
-      check(driver().dtoh(dst, dptr(src), bytes), "cuMemcpyDtoH (a LAPACK call)");
+      check(driver().dtoh(dst, dptr(src), bytes, stream), "cuMemcpyDtoHAsync (a LAPACK call)");
+      check(driver().stream_sync(stream), "cuStreamSynchronize (a LAPACK call)");
     }
     void to_device(void* dst, const void* src, size_t bytes) override {
-      check(driver().htod(dptr(dst), src, bytes), "cuMemcpyHtoD (a LAPACK call)");
+      check(driver().htod(dptr(dst), src, bytes, stream), "cuMemcpyHtoDAsync (a LAPACK call)");
     }
     void copy(size_t es, int64_t rows, int64_t cols, const void* src, int64_t ss0, int64_t ss1,
               void* dst, int64_t ds0, int64_t ds1, int part, int* nonfinite) override {
@@ -555,10 +647,10 @@ class GpuLapack final : public backend::DeviceLapack {
       long long r = rows, c = cols, a0 = ss0, a1 = ss1, b0 = ds0, b1 = ds1;
       CUdeviceptr s = dptr(src), t = dptr(dst), flag = dptr(nonfinite);
       void* params[] = {&r, &c, &s, &a0, &a1, &t, &b0, &b1, &part, &flag};
-      launch_grid_stride(k, rows * cols, params, "cuLaunchKernel (a LAPACK call's copy)");
+      launch_grid_stride(k, rows * cols, params, stream, "cuLaunchKernel (a LAPACK call's copy)");
     }
     void gemm_tt(DType t, int r, int m, int n, const void* a, const void* b, void* c) override {
-      if (!d.blas) check_cublas(cublas().create(&d.blas), "cublasCreate");
+      if (!d.blas) d.blas = cublas_handle(stream);
       auto run = [&](auto one, const auto& f) {
         using T = decltype(one);
         const T zero = 0;
@@ -578,8 +670,8 @@ class GpuLapack final : public backend::DeviceLapack {
   std::vector<PerDevice> devices_;
 };
 
-// cuRAND's device generator (Philox4_32_10, default ordering), one per device, on the legacy
-// default stream like every launch and copy; a call at a time per device (it sets the offset).
+// cuRAND's device generator (Philox4_32_10, default ordering), one per device, on the device's
+// stream like every launch and copy; a call at a time per device (it sets the offset).
 // Expected to give the host generator's values (cuRAND documents the host generator as producing
 // the device's results); NOT YET RUN ON A GPU.
 class GpuRandom final : public backend::DeviceRandom {
@@ -596,14 +688,14 @@ class GpuRandom final : public backend::DeviceRandom {
     std::lock_guard<std::mutex> lock(d.mu);
     if (!d.gen) {
       check_curand(c.create(&d.gen, kCurandPhilox), "curandCreateGenerator");
+      check_curand(c.set_stream(d.gen, gpus_.stream(device)), "curandSetStream");
       check(driver().mem_alloc(&d.pair, 2 * sizeof(double)), "cuMemAlloc");
     }
     check_curand(c.set_seed(d.gen, seed), "curandSetPseudoRandomGeneratorSeed");
     auto* pair = reinterpret_cast<double*>(d.pair);
     curand_fill(d.gen, kind, offset, count, out, pair, [&] {
-      CUcontext ctx = gpus_.context(device);
-      check(driver().peer(dptr(out + count - 1), ctx, d.pair, ctx, sizeof(double)),
-            "cuMemcpyPeer (cuRAND's last element)");
+      check(driver().dtod(dptr(out + count - 1), d.pair, sizeof(double), gpus_.stream(device)),
+            "cuMemcpyDtoDAsync (cuRAND's last element)");
     });
   }
   std::string name() const override { return "cuRAND's device generator"; }
@@ -618,11 +710,12 @@ class GpuRandom final : public backend::DeviceRandom {
   std::vector<PerDevice> devices_;
 };
 
-// Per-thread, per-device launch buffers: the I, F, P arrays, the status word and the scratch,
-// grown as needed and kept for the thread (freed never: a few KiB per thread and device).
-struct LaunchBuffers {
-  CUdeviceptr args = 0, scratch = 0;
-  size_t args_bytes = 0, scratch_bytes = 0;
+// Per-thread, per-device scratch of the tree kernels, grown as needed and kept for the thread
+// (freed never: a few KiB per thread and device). Reused by the thread's next launch, which the
+// stream orders after this one.
+struct Scratch {
+  CUdeviceptr p = 0;
+  size_t bytes = 0;
 };
 
 class GpuKernel final : public backend::Kernel {
@@ -634,50 +727,54 @@ class GpuKernel final : public backend::Kernel {
         pointers_(static_cast<size_t>(k.num_pointer_slots())),
         printed_(std::move(p)),
         gpus_(gpus),
-        function_(printed_.source, "kiln_kernel", gpus) {}
+        function_(printed_.source, "kiln_kernel", gpus) {
+    if (8 * words() + 2 * sizeof(CUdeviceptr) > kMaxParamBytes)
+      throw Error("device cuda: a kernel's arguments take " + std::to_string(8 * words()) +
+                  " bytes, beyond CUDA's limit of " + std::to_string(kMaxParamBytes) +
+                  " bytes of kernel parameters (fewer operands per expression, or --no-fuse)");
+  }
 
   void launch(const int64_t* I, const double* F, void* const* P, int device) const override {
     Launch l = launch_for(rank_, printed_.shape, I);
     if (l.items == 0) return;
     const Driver& d = driver();
     CUfunction fn = function_.get(device);  // makes the device current
-    thread_local std::map<int, LaunchBuffers> buffers;
-    LaunchBuffers& b = buffers[device];
-    // args: status word (8 bytes), I, F, P, each 8-byte aligned.
-    size_t need = 8 + 8 * (ints_ + floats_ + pointers_);
-    if (b.args_bytes < need) {
-      if (b.args) d.mem_free(b.args);
-      b.args = 0;
-      check(d.mem_alloc(&b.args, need), "cuMemAlloc");
-      b.args_bytes = need;
-    }
-    thread_local std::vector<unsigned char> host;
-    host.assign(need, 0);
-    std::memcpy(host.data() + 8, I, 8 * ints_);
-    std::memcpy(host.data() + 8 + 8 * ints_, F, 8 * floats_);
-    std::memcpy(host.data() + 8 + 8 * (ints_ + floats_), P, 8 * pointers_);
-    check(d.htod(b.args, host.data(), need), "cuMemcpyHtoD");
+    CUstream stream = gpus_.stream(device);
+    // The kernel's kiln_args (cuda_printer.hpp): I, F and P, each at least one 8-byte word.
+    thread_local std::vector<uint64_t> args;
+    args.assign(words(), 0);
+    const size_t ni = std::max<size_t>(ints_, 1), nf = std::max<size_t>(floats_, 1);
+    std::memcpy(args.data(), I, 8 * ints_);
+    std::memcpy(args.data() + ni, F, 8 * floats_);
+    std::memcpy(args.data() + ni + nf, P, 8 * pointers_);
+    CUdeviceptr s_arg = 0;
     if (l.scratch_bytes > 0) {
-      if (b.scratch_bytes < static_cast<size_t>(l.scratch_bytes)) {
-        if (b.scratch) d.mem_free(b.scratch);
-        b.scratch = 0;
-        check(d.mem_alloc(&b.scratch, static_cast<size_t>(l.scratch_bytes)), "cuMemAlloc");
-        b.scratch_bytes = static_cast<size_t>(l.scratch_bytes);
+      thread_local std::map<int, Scratch> scratch;
+      Scratch& b = scratch[device];
+      if (b.bytes < static_cast<size_t>(l.scratch_bytes)) {
+        if (b.p) {
+          d.stream_sync(stream);  // earlier launches may still use it
+          d.mem_free(b.p);
+        }
+        b.p = 0;
+        check(d.mem_alloc(&b.p, static_cast<size_t>(l.scratch_bytes)), "cuMemAlloc");
+        b.bytes = static_cast<size_t>(l.scratch_bytes);
       }
-      check(d.memset8(b.scratch, 0, 256), "cuMemsetD8");  // the ticket counter
+      check(d.memset8(b.p, 0, 256, stream), "cuMemsetD8Async");  // the ticket counter
+      s_arg = b.p;
     }
-    CUdeviceptr status = b.args, i_arg = b.args + 8, f_arg = i_arg + 8 * ints_,
-                p_arg = f_arg + 8 * floats_, s_arg = b.scratch;
-    void* params[] = {&i_arg, &f_arg, &p_arg, &s_arg, &status};
+    CUdeviceptr status = gpus_.status(device);
+    void* params[] = {args.data(), &s_arg, &status};
     check(d.launch(fn, static_cast<unsigned>(l.grid), 1, 1,
-                   static_cast<unsigned>(printed_.shape.block), 1, 1, 0, nullptr, params, nullptr),
+                   static_cast<unsigned>(printed_.shape.block), 1, 1, 0, stream, params, nullptr),
           "cuLaunchKernel");
-    unsigned word = 0;
-    check(d.dtoh(&word, status, sizeof word), "cuMemcpyDtoH (the kernel's status)");
-    if (word & 1u) throw Error(kir::negative_power_message());
   }
 
  private:
+  size_t words() const {
+    return std::max<size_t>(ints_, 1) + std::max<size_t>(floats_, 1) +
+           std::max<size_t>(pointers_, 1);
+  }
   int rank_;
   size_t ints_, floats_, pointers_;
   Printed printed_;

@@ -3,20 +3,31 @@
 // are cached on disk by source hash and compiler, like the CPU backend's. With KILN_CUDA_CHECK
 // each kernel's GPU source is also compiled by NVRTC for the architectures named, so a test run
 // on cuda-emu checks both builds of every kernel it makes.
+//
+// Each emulated device has a queue, as a GPU has its stream (backend.hpp, DeviceMemory): a thread
+// of its own runs the launches, combines, copies to the device and GEMMs queued on it, in order,
+// while the caller goes on. So a runtime that reads a result before the work that makes it ran,
+// or frees memory queued work still uses, fails here (wrong values; ThreadSanitizer's reports)
+// as it would on a GPU.
 #include <dlfcn.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <condition_variable>
 #include <cstdio>
 #include <cstring>
+#include <deque>
+#include <exception>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <future>
 #include <map>
 #include <mutex>
 #include <sstream>
+#include <thread>
 #include <type_traits>
 #include <unordered_map>
 #include <unordered_set>
@@ -40,6 +51,71 @@ namespace {
 
 using EmuFn = unsigned (*)(const int64_t* I, const double* F, void* const* P, int64_t grid);
 
+// One emulated device's queue: a thread that runs the work pushed, one item at a time, in the
+// order pushed (started at the first push; it lives for the process, like the backend).
+class EmuQueue {
+ public:
+  void push(std::function<void()> work) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!started_) {
+      std::thread([this] { serve(); }).detach();
+      started_ = true;
+    }
+    work_.push_back(std::move(work));
+    cv_.notify_all();
+  }
+  // Returns once the queue is empty: everything pushed before the call (and since) has run.
+  void wait() {
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [&] { return work_.empty() && !busy_; });
+  }
+  // Kernels' status words (bit 1: an integer to a negative power), kept until taken.
+  void raise(unsigned status) {
+    std::lock_guard<std::mutex> lock(mu_);
+    status_ |= status;
+  }
+  // wait(), then the status raised and any exception queued work threw since the last call.
+  unsigned take(std::exception_ptr* error) {
+    wait();
+    std::lock_guard<std::mutex> lock(mu_);
+    *error = error_;
+    error_ = nullptr;
+    unsigned s = status_;
+    status_ = 0;
+    return s;
+  }
+
+ private:
+  void serve() {
+    std::unique_lock<std::mutex> lock(mu_);
+    while (true) {
+      cv_.wait(lock, [&] { return !work_.empty(); });
+      std::function<void()> work = std::move(work_.front());
+      work_.pop_front();
+      busy_ = true;
+      lock.unlock();
+      std::exception_ptr e;
+      try {
+        work();
+      } catch (...) {
+        e = std::current_exception();
+      }
+      work = nullptr;  // captured buffers go before the waiters wake
+      lock.lock();
+      if (e && !error_) error_ = e;
+      busy_ = false;
+      cv_.notify_all();
+    }
+  }
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<std::function<void()>> work_;
+  bool started_ = false, busy_ = false;
+  unsigned status_ = 0;
+  std::exception_ptr error_;
+};
+
 // The emulated devices' memory: host memory, but each allocation belongs to one device and is
 // known, so a launch can check that every pointer it is given is in its device's memory (a
 // runtime that hands a kernel host memory, or another device's, fails here as it would on GPUs).
@@ -62,6 +138,7 @@ class EmuMemory final : public backend::DeviceMemory {
     return p;
   }
   void free(int device, void* p, size_t) override {
+    queue(device).wait();  // queued work may still use it
     {
       std::lock_guard<std::mutex> lock(mu_);
       auto it = live_.find(reinterpret_cast<uintptr_t>(p));
@@ -72,18 +149,35 @@ class EmuMemory final : public backend::DeviceMemory {
     }
     std::free(p);
   }
+  // Queued, from a copy of `src` taken now (a GPU driver's staging buffer).
   void to_device(int device, void* dst, const void* src, size_t bytes) override {
     check(device, dst, bytes, "a copy to the device");
-    std::memcpy(dst, src, bytes);
+    auto staged = std::make_shared<std::vector<char>>(static_cast<const char*>(src),
+                                                      static_cast<const char*>(src) + bytes);
+    queue(device).push([dst, staged] { std::memcpy(dst, staged->data(), staged->size()); });
   }
   void to_host(int device, void* dst, const void* src, size_t bytes) override {
     check(device, src, bytes, "a copy to the host");
+    queue(device).wait();
     std::memcpy(dst, src, bytes);
   }
+  // Both devices' queued work first (the source's writes, the destination's readers of `dst`).
   void between(int to, void* dst, int from, const void* src, size_t bytes) override {
     check(to, dst, bytes, "a copy between devices");
     check(from, src, bytes, "a copy between devices");
+    queue(from).wait();
+    queue(to).wait();
     std::memcpy(dst, src, bytes);
+  }
+  void synchronize(int device) override {
+    std::exception_ptr error;
+    unsigned status = queue(device).take(&error);
+    if (error) std::rethrow_exception(error);
+    if (status & 1u) throw Error(kir::negative_power_message());
+  }
+  EmuQueue& queue(int device) {
+    check_device(device);
+    return queues_[device];
   }
   // InternalError unless [p, p + bytes) lies in one allocation of `device`.
   void check(int device, const void* p, size_t bytes, const char* what) const {
@@ -105,6 +199,7 @@ class EmuMemory final : public backend::DeviceMemory {
   }
   mutable std::mutex mu_;
   std::map<uintptr_t, std::pair<size_t, int>> live_;  // start -> bytes, device
+  EmuQueue queues_[kMaxDevices];
 };
 
 // Matrix products on the emulated devices: the host BLAS (library::gemm, the CPU's calls, so the
@@ -112,7 +207,7 @@ class EmuMemory final : public backend::DeviceMemory {
 // device's memory as cuBLAS's would have to.
 class EmuBlas final : public backend::DeviceBlas {
  public:
-  explicit EmuBlas(const EmuMemory& memory) : memory_(memory) {}
+  explicit EmuBlas(EmuMemory& memory) : memory_(memory) {}
   void gemm(int device, DType t, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
             const void* a, int64_t lda, const void* b, int64_t ldb, void* c, int64_t ldc,
             bool accumulate) override {
@@ -124,7 +219,8 @@ class EmuBlas final : public backend::DeviceBlas {
       }
       memory_.check(device, c, extent(m, n, ldc, es), "a GEMM");
     }
-    library::gemm(t, trans_a, trans_b, m, n, k, a, lda, b, ldb, c, ldc, accumulate);
+    memory_.queue(device).push(
+        [=] { library::gemm(t, trans_a, trans_b, m, n, k, a, lda, b, ldb, c, ldc, accumulate); });
   }
   void add_into(int device, DType t, int64_t m, int64_t n, void* c, int64_t ldc,
                 const void* p) override {
@@ -132,7 +228,7 @@ class EmuBlas final : public backend::DeviceBlas {
       memory_.check(device, c, extent(m, n, ldc, dtype_size(t)), "a partial product's sum");
       memory_.check(device, p, extent(m, n, n, dtype_size(t)), "a partial product's sum");
     }
-    library::add_into(t, m, n, c, ldc, p);
+    memory_.queue(device).push([=] { library::add_into(t, m, n, c, ldc, p); });
   }
   std::string name() const override { return "the host's BLAS on emulated device memory"; }
 
@@ -141,7 +237,7 @@ class EmuBlas final : public backend::DeviceBlas {
   static size_t extent(int64_t rows, int64_t cols, int64_t ld, size_t es) {
     return static_cast<size_t>((rows - 1) * ld + cols) * es;
   }
-  const EmuMemory& memory_;
+  EmuMemory& memory_;
 };
 
 // LAPACK calls on the emulated devices: the GPU's call sequences (solver.cpp: workspaces, the
@@ -150,6 +246,8 @@ class EmuBlas final : public backend::DeviceBlas {
 // runs (gpu_lapack_runs: lstsq runs on the host, on copies, as there). So cuda-emu checks the
 // GPU's LAPACK path element for element; its values agree with the CPU's within rounding, not
 // bit for bit (gesvd for gesdd, geqrf for CholeskyQR2 and latsqr, TSQR's refactoring apply).
+// A call waits for the device's queue, then runs on the caller's thread (a GPU's LAPACK call
+// waits too, for cuSOLVER's info), so its copies are plain ones.
 class EmuLapack final : public backend::DeviceLapack {
  public:
   explicit EmuLapack(EmuMemory& memory) : memory_(memory) {}
@@ -157,6 +255,7 @@ class EmuLapack final : public backend::DeviceLapack {
   void lapack(int device, LinalgFn f, DType t, const library::MatrixRef& a,
               const library::MatrixRef* b, void* out, size_t out_bytes, int) override {
     if (out_bytes > 0) memory_.check(device, out, out_bytes, "a LAPACK call");
+    memory_.queue(device).wait();
     On on(memory_, device);
     if (t == DType::Float64)
       solver_lapack(on, host_solver<double>(), nullptr, f, a, b, static_cast<double*>(out));
@@ -183,10 +282,12 @@ class EmuLapack final : public backend::DeviceLapack {
       std::memset(p, 0, bytes);
     }
     void to_host(void* dst, const void* src, size_t bytes) override {
-      memory_.to_host(device_, dst, src, bytes);
+      memory_.check(device_, src, bytes, "a LAPACK call's copy to the host");
+      std::memcpy(dst, src, bytes);
     }
     void to_device(void* dst, const void* src, size_t bytes) override {
-      memory_.to_device(device_, dst, src, bytes);
+      memory_.check(device_, dst, bytes, "a LAPACK call's copy to the device");
+      std::memcpy(dst, src, bytes);
     }
     void copy(size_t es, int64_t rows, int64_t cols, const void* src, int64_t ss0, int64_t ss1,
               void* dst, int64_t ds0, int64_t ds1, int part, int* nonfinite) override {
@@ -236,57 +337,71 @@ class EmuLapack final : public backend::DeviceLapack {
 };
 
 // cuRAND on the emulated devices: its host generator (the values its device generator gives) on
-// the emulated memory, after checking that the elements lie in the device's memory.
+// the emulated memory, after checking that the elements lie in the device's memory; queued.
 class EmuRandom final : public backend::DeviceRandom {
  public:
-  explicit EmuRandom(const EmuMemory& memory) : memory_(memory) {}
+  explicit EmuRandom(EmuMemory& memory) : memory_(memory) {}
   void generate(int device, RandomKind kind, uint64_t seed, int64_t offset, int64_t count,
                 double* out) override {
     if (count <= 0) return;
     memory_.check(device, out, static_cast<size_t>(count) * sizeof(double), "a cuRAND call");
-    library::curand_host(kind, seed, offset, count, out);
+    memory_.queue(device).push([=] { library::curand_host(kind, seed, offset, count, out); });
   }
   std::string name() const override { return "cuRAND's host generator on emulated device memory"; }
 
  private:
-  const EmuMemory& memory_;
+  EmuMemory& memory_;
 };
 
 using CombineFn = void (*)(int64_t n, void* acc, const void* in, int64_t index_offset);
 
 class EmuCombiner final : public backend::Combiner {
  public:
-  EmuCombiner(CombineFn fn, const EmuMemory& memory) : fn_(fn), memory_(memory) {}
+  EmuCombiner(CombineFn fn, EmuMemory& memory) : fn_(fn), memory_(memory) {}
   void combine(int device, void* acc, const void* in, int64_t n,
                size_t index_offset) const override {
     memory_.check(device, acc, 0, "a combine");
     memory_.check(device, in, 0, "a combine");
-    fn_(n, acc, in, static_cast<int64_t>(index_offset));
+    CombineFn fn = fn_;
+    auto offset = static_cast<int64_t>(index_offset);
+    memory_.queue(device).push([=] { fn(n, acc, in, offset); });
   }
 
  private:
   CombineFn fn_;
-  const EmuMemory& memory_;
+  EmuMemory& memory_;
 };
 
+// Queues the launch with copies of I, F and P (the caller's arrays are gone by the time it runs,
+// as cuLaunchKernel copies a GPU kernel's parameters).
 class EmuKernel final : public backend::Kernel {
  public:
-  EmuKernel(int rank, int pointers, KernelShape shape, EmuFn fn, const EmuMemory& memory)
-      : rank_(rank), pointers_(pointers), shape_(std::move(shape)), fn_(fn), memory_(memory) {}
+  EmuKernel(const kir::Kernel& k, KernelShape shape, EmuFn fn, EmuMemory& memory)
+      : rank_(k.rank),
+        ints_(static_cast<size_t>(k.num_ints())),
+        floats_(k.params.size()),
+        pointers_(static_cast<size_t>(k.num_pointer_slots())),
+        shape_(std::move(shape)),
+        fn_(fn),
+        memory_(memory) {}
   void launch(const int64_t* I, const double* F, void* const* P, int device) const override {
     Launch l = launch_for(rank_, shape_, I);
     if (l.items == 0) return;
-    for (int q = 0; q < pointers_; ++q)
+    for (size_t q = 0; q < pointers_; ++q)
       if (P[q]) memory_.check(device, P[q], 0, "a kernel launch");
-    unsigned status = fn_(I, F, P, l.grid);
-    if (status & 1u) throw Error(kir::negative_power_message());
+    EmuQueue& queue = memory_.queue(device);
+    queue.push([&queue, fn = fn_, grid = l.grid, i = std::vector<int64_t>(I, I + ints_),
+                f = std::vector<double>(F, F + floats_), p = std::vector<void*>(P, P + pointers_)] {
+      queue.raise(fn(i.data(), f.data(), p.data(), grid));
+    });
   }
 
  private:
-  int rank_, pointers_;
+  int rank_;
+  size_t ints_, floats_, pointers_;
   KernelShape shape_;
   EmuFn fn_;
-  const EmuMemory& memory_;
+  EmuMemory& memory_;
 };
 
 std::vector<int> parse_arches(const std::string& s) {
@@ -388,7 +503,7 @@ class EmuBackend final : public backend::Backend {
       stats_.compile_seconds +=
           std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     }
-    return std::make_shared<EmuKernel>(k.rank, k.num_pointer_slots(), p.shape, fn, memory_);
+    return std::make_shared<EmuKernel>(k, p.shape, fn, memory_);
   }
 
   // KILN_CUDA_CHECK: the GPU build of the same kernel, once per distinct source.

@@ -190,7 +190,9 @@ template <class T>
 Array from_buffer(const T* data, const Shape& shape, const Shape& chunks = {});
 // Memory of a device (cuda, cuda-emu; `place`): computes on that kind of device read it where it
 // is (no copy to the host; a block on another device gets a copy between devices); a compute on
-// any other device is an error. `owner` as above.
+// any other device is an error. `owner` as above. Kiln's work runs on streams of its own, so the
+// data must be ready when compute() is called (its writers synchronized, as CuPy's stream
+// handshake asks); compute() returns once the devices ran their share, results written.
 Array from_device_buffer(const void* data, DType dtype, const Shape& shape, const Shape& chunks,
                          MemoryPlace place, std::shared_ptr<const void> owner = nullptr);
 // An NDArray as a lazy array, without copying (its storage is held): host or device memory.

@@ -12,6 +12,7 @@
 #include <set>
 #include <sstream>
 
+#include "codegen/backend.hpp"
 #include "codegen/cuda/cuda_backend.hpp"
 #include "codegen/cuda/cuda_printer.hpp"
 #include "codegen/cuda/nvrtc.hpp"
@@ -229,6 +230,54 @@ TEST(Cuda, NegativeIntegerPowersAreTheSameErrorOnTheEmulator) {
   Array x = from_buffer(b, {3}), y = from_buffer(e, {3});
   EXPECT_THROW(on(Device::CudaEmu, {pow(x, y)}), Error);
   EXPECT_EQ(on(Device::CudaEmu, {pow(x, abs(y))})[0].at_int(2), 16);
+  // Kernels only queue their work, so the error is raised when the run waits for its devices:
+  // here by the block on the second of three, and cleared there for the next run.
+  Array xc = from_buffer(b, {3}, {1}), yc = from_buffer(e, {3}, {1});
+  ComputeOptions o;
+  o.device = Device::CudaEmu;
+  o.devices = 3;
+  o.progress = false;
+  try {
+    (void)compute({pow(xc, yc)}, o);
+    FAIL() << "expected a kiln::Error";
+  } catch (const Error& err) {
+    EXPECT_NE(std::string(err.what()).find("negative integer powers"), std::string::npos);
+  }
+  EXPECT_EQ(compute({pow(xc, abs(yc))}, o)[0].at_int(2), 16);
+  EXPECT_EQ(stats().last_devices, 3);
+}
+
+TEST(Cuda, EmulatedDevicesQueueTheirWorkAsAGpusStreamsDo) {
+  // backend.hpp's contract for device memory, on cuda-emu's queues: a copy to the device has read
+  // its source when it returns (the host may reuse it), the device runs its queue in order
+  // (copy, then a combine), and a copy to the host waits for all of it.
+  backend::Backend& be = backend::backend_for(Device::CudaEmu);
+  backend::DeviceMemory& m = *be.memory();
+  const int dev = 2;
+  double acc0[] = {1, 2, 3, 4}, in0[] = {10, 20, 30, 40}, out[4] = {};
+  void* acc = m.alloc(dev, sizeof acc0);
+  void* in = m.alloc(dev, sizeof in0);
+  m.to_device(dev, acc, acc0, sizeof acc0);
+  m.to_device(dev, in, in0, sizeof in0);
+  std::fill(std::begin(acc0), std::end(acc0), -1.0);  // after the calls: must not be seen
+  std::fill(std::begin(in0), std::end(in0), -1.0);
+  std::shared_ptr<const backend::Combiner> sum = be.combiner(ReduceFn::Sum, DType::Float64);
+  sum->combine(dev, acc, in, 4, 0);
+  sum->combine(dev, acc, in, 4, 0);
+  m.to_host(dev, out, acc, sizeof out);
+  EXPECT_EQ(std::vector<double>(out, out + 4), (std::vector<double>{21, 42, 63, 84}));
+  EXPECT_NO_THROW(m.synchronize(dev));
+  // Another device's copy of it, after the source's queue.
+  void* copy = m.alloc(0, sizeof out);
+  sum->combine(dev, acc, in, 4, 0);
+  m.between(0, copy, dev, acc, sizeof out);
+  m.to_host(0, out, copy, sizeof out);
+  EXPECT_EQ(out[3], 124);
+  // Memory of another device, or none, is refused when the work is queued.
+  EXPECT_THROW(sum->combine(1, acc, in, 4, 0), InternalError);
+  m.free(0, copy, sizeof out);
+  m.free(dev, in, sizeof in0);
+  m.free(dev, acc, sizeof acc0);
 }
 
 TEST(Cuda, CombineKernelsCompileWithNvrtc) {

@@ -45,7 +45,8 @@ struct Printed {
 // clears it. Emu: extern "C" unsigned kiln_emu_launch(const long long* I, const double* F, void*
 // const* P, long long grid), which returns the status word. status bit 1: an integer was raised
 // to a negative power.
-// scratch (tree kernels): 256 bytes of zeroed ticket counter, then one partial per block.
+// scratch (tree kernels): 256 bytes holding the ticket counter, zero at launch (the last block
+// leaves it zero again, so a launcher zeroes it once), then one partial per block.
 // kiln_math: exp, expm1, log, log1p, tanh from Kiln's own functions (codegen/math), the same
 // bits as the CPU's in KILN_MATH=kiln; else the device's libm.
 Printed print(const kir::Kernel& k, Flavor flavor, bool kiln_math);

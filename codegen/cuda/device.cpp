@@ -8,11 +8,11 @@
 // device (Flavor::Device), compiled by NVRTC for its architecture (cubins cached, nvrtc.hpp) and
 // loaded into each device's context when first launched there; device memory through cuMemAlloc /
 // cuMemFree (the runtime pools it). A launch passes the block's I, F and P arrays by value (one
-// __grid_constant__ parameter, copied by cuLaunchKernel: nothing to copy or wait for) and zeroes
-// the tree kernels' scratch on the stream; kernels raise errors into the device's status word,
-// which synchronize() reads. The host waits only where it must: copies to the host, LAPACK's
-// results (cuSOLVER's info), freeing memory, and synchronize() at the end of a run.
-// NOT YET RUN ON A GPU: no session so far had one (docs/ARCHITECTURE.md lists what was verified).
+// __grid_constant__ parameter, copied by cuLaunchKernel: nothing to copy or wait for), one driver
+// call per launch; kernels raise errors into the device's status word, which synchronize() reads.
+// The host waits only where it must: copies to the host, LAPACK's results (cuSOLVER's info),
+// freeing memory, and synchronize() at the end of a run. NOT YET RUN ON A GPU: no session so far
+// had one (docs/ARCHITECTURE.md lists what was verified).
 #include <dlfcn.h>
 
 #include <chrono>
@@ -759,8 +759,9 @@ class GpuKernel final : public backend::Kernel {
         b.p = 0;
         check(d.mem_alloc(&b.p, static_cast<size_t>(l.scratch_bytes)), "cuMemAlloc");
         b.bytes = static_cast<size_t>(l.scratch_bytes);
+        // The ticket counter: zeroed once; each tree kernel's last block zeroes it again.
+        check(d.memset8(b.p, 0, 256, stream), "cuMemsetD8Async");
       }
-      check(d.memset8(b.p, 0, 256, stream), "cuMemsetD8Async");  // the ticket counter
       s_arg = b.p;
     }
     CUdeviceptr status = gpus_.status(device);

@@ -670,10 +670,9 @@ class Printer {
   // --- entry points -------------------------------------------------------------------------
 
   void print_device_entry() {
-    auto at_least_one = [](int64_t n) { return std::to_string(std::max<int64_t>(n, 1)); };
-    s_ += "\nstruct kiln_args {\n  kiln_i64 I[" + at_least_one(k_.num_ints()) + "];\n  double F[" +
-          at_least_one(static_cast<int64_t>(k_.params.size())) + "];\n  void* P[" +
-          at_least_one(k_.num_pointer_slots()) + "];\n};\n";
+    const ArgWords w = arg_words(k_);
+    s_ += "\nstruct kiln_args {\n  kiln_i64 I[" + std::to_string(w.ints) + "];\n  double F[" +
+          std::to_string(w.floats) + "];\n  void* P[" + std::to_string(w.pointers) + "];\n};\n";
     s_ += R"(extern "C" __global__ void __launch_bounds__(KILN_BLOCK)
 kiln_kernel(const __grid_constant__ kiln_args args, void* scratch, unsigned* status) {
   const kiln_i64* I = args.I;
@@ -751,6 +750,14 @@ extern "C" unsigned kiln_emu_launch(const kiln_i64* I, const double* F, void* co
 };
 
 }  // namespace
+
+ArgWords arg_words(const kir::Kernel& k) {
+  ArgWords w;
+  w.ints = std::max<int64_t>(k.num_ints(), 1);
+  w.floats = std::max<int64_t>(static_cast<int64_t>(k.params.size()), 1);
+  w.pointers = std::max<int64_t>(k.num_pointer_slots(), 1);
+  return w;
+}
 
 Printed print(const kir::Kernel& k, Flavor flavor, bool kiln_math) {
   return Printer(k, flavor, kiln_math).run();

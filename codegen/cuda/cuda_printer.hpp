@@ -51,6 +51,13 @@ struct Printed {
 // bits as the CPU's in KILN_MATH=kiln; else the device's libm.
 Printed print(const kir::Kernel& k, Flavor flavor, bool kiln_math);
 
+// The 8-byte words of a GPU kernel's kiln_args: I, F and P, in that order, each at least one.
+struct ArgWords {
+  int64_t ints = 1, floats = 1, pointers = 1;
+  int64_t total() const { return ints + floats + pointers; }
+};
+ArgWords arg_words(const kir::Kernel& k);
+
 // A kernel folding reduction partials, acc[e] = acc[e] (+) in[e] for e < n by the combine rules
 // of docs/KERNEL_IR.md §8 (argmin/argmax: values, then indices at index_offset bytes): Device:
 // extern "C" __global__ kiln_combine(n, acc, in, index_offset), grid-stride; Emu: extern "C"

@@ -207,11 +207,11 @@ class Gpus final : public backend::DeviceMemory {
     CUstream s = stream(device);
     check(driver().stream_sync(s), "cuStreamSynchronize");
     unsigned word = 0;
-    const CUdeviceptr status = gpus_.at(device).status;
-    check(driver().dtoh(&word, status, sizeof word, s), "cuMemcpyDtoHAsync (the kernels' status)");
+    const CUdeviceptr word_at = status(device);
+    check(driver().dtoh(&word, word_at, sizeof word, s), "cuMemcpyDtoHAsync (the kernels' status)");
     check(driver().stream_sync(s), "cuStreamSynchronize");
     if (word == 0) return;
-    check(driver().memset8(status, 0, sizeof word, s), "cuMemsetD8Async");
+    check(driver().memset8(word_at, 0, sizeof word, s), "cuMemsetD8Async");
     check(driver().stream_sync(s), "cuStreamSynchronize");
     throw Error(kir::negative_power_message());
   }
@@ -725,11 +725,13 @@ class GpuKernel final : public backend::Kernel {
         ints_(static_cast<size_t>(k.num_ints())),
         floats_(k.params.size()),
         pointers_(static_cast<size_t>(k.num_pointer_slots())),
+        words_(arg_words(k)),
         printed_(std::move(p)),
         gpus_(gpus),
         function_(printed_.source, "kiln_kernel", gpus) {
-    if (8 * words() + 2 * sizeof(CUdeviceptr) > kMaxParamBytes)
-      throw Error("device cuda: a kernel's arguments take " + std::to_string(8 * words()) +
+    const size_t bytes = 8 * static_cast<size_t>(words_.total());
+    if (bytes + 2 * sizeof(CUdeviceptr) > kMaxParamBytes)
+      throw Error("device cuda: a kernel's arguments take " + std::to_string(bytes) +
                   " bytes, beyond CUDA's limit of " + std::to_string(kMaxParamBytes) +
                   " bytes of kernel parameters (fewer operands per expression, or --no-fuse)");
   }
@@ -740,13 +742,12 @@ class GpuKernel final : public backend::Kernel {
     const Driver& d = driver();
     CUfunction fn = function_.get(device);  // makes the device current
     CUstream stream = gpus_.stream(device);
-    // The kernel's kiln_args (cuda_printer.hpp): I, F and P, each at least one 8-byte word.
+    // The kernel's kiln_args (cuda_printer.hpp, ArgWords).
     thread_local std::vector<uint64_t> args;
-    args.assign(words(), 0);
-    const size_t ni = std::max<size_t>(ints_, 1), nf = std::max<size_t>(floats_, 1);
+    args.assign(static_cast<size_t>(words_.total()), 0);
     std::memcpy(args.data(), I, 8 * ints_);
-    std::memcpy(args.data() + ni, F, 8 * floats_);
-    std::memcpy(args.data() + ni + nf, P, 8 * pointers_);
+    std::memcpy(args.data() + words_.ints, F, 8 * floats_);
+    std::memcpy(args.data() + words_.ints + words_.floats, P, 8 * pointers_);
     CUdeviceptr s_arg = 0;
     if (l.scratch_bytes > 0) {
       thread_local std::map<int, Scratch> scratch;
@@ -772,12 +773,9 @@ class GpuKernel final : public backend::Kernel {
   }
 
  private:
-  size_t words() const {
-    return std::max<size_t>(ints_, 1) + std::max<size_t>(floats_, 1) +
-           std::max<size_t>(pointers_, 1);
-  }
   int rank_;
   size_t ints_, floats_, pointers_;
+  ArgWords words_;
   Printed printed_;
   Gpus& gpus_;
   DeviceFunction function_;

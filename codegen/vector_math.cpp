@@ -239,8 +239,8 @@ bool kiln_math_selected() {
   const std::string& math = kiln::flags().math;
   if (math != "" && math != "libmvec" && math != "kiln")
     throw kiln::Error("KILN_MATH: unknown math library '" + math +
-                      "' (libmvec, the default, or kiln)");
-  return math == "kiln";
+                      "' (kiln, the default, or libmvec)");
+  return math != "libmvec";
 }
 
 bool kiln_has(MathFn f) {

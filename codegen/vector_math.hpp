@@ -1,12 +1,12 @@
 // Transcendental functions as kernels compute them, one list for every host backend. Unless
-// precise, a kernel evaluates them with one libmvec variant (glibc's vector math library) of
-// `lanes` doubles (2, 4 or 8; floats use twice as many) and ISA letter `isa` ('b' SSE4, 'd' AVX2,
-// 'e' AVX-512), the same for every element: LLVM kernels call it from their vector loops and on
-// a splat in scalar code, and apply() calls it here. Each lane's value depends only on that
-// lane's input, so the values do not depend on chunking, fusion or the backend. Precise: glibc's
-// scalar functions (sin, sinf, ...). Kiln (KILN_MATH=kiln): Kiln's own functions where it has
-// them, in variants of the same ISA and width, whose values are also the same on every ISA and
-// in GPU kernels (codegen/math).
+// precise, a kernel evaluates them with one vector variant of `lanes` doubles (2, 4 or 8; floats
+// use twice as many) and ISA letter `isa` ('b' SSE4, 'd' AVX2, 'e' AVX-512), the same for every
+// element: LLVM kernels call it from their vector loops and on a splat in scalar code, and
+// apply() calls it here. Each lane's value depends only on that lane's input, so the values do
+// not depend on chunking, fusion or the backend. The variants: Kiln's own functions (the default;
+// codegen/math), whose values are also the same on every ISA and in GPU kernels, or glibc's
+// libmvec (KILN_MATH=libmvec), whose values differ between ISAs by a few ulp. Precise: glibc's
+// scalar functions (sin, sinf, ...).
 #pragma once
 #include <cstdint>
 
@@ -18,7 +18,7 @@ struct MathMode {
   bool precise = false;
   char isa = 'd';
   int lanes = 4;
-  bool kiln = false;  // Kiln's own functions where it has them (codegen/math), in the same variant
+  bool kiln = true;  // Kiln's own functions where it has them (codegen/math), else libmvec's
 };
 
 enum class MathFn : uint8_t { Sin, Cos, Tan, Exp, Log, Expm1, Log1p, Tanh, Asin, Acos, Atan, Pow };
@@ -34,8 +34,8 @@ bool kiln_has(MathFn f);
 inline bool uses_kiln(MathFn f, const MathMode& mode) {
   return mode.kiln && !mode.precise && kiln_has(f);
 }
-// KILN_MATH (flags().math) asks for Kiln's functions; any value other than "", "libmvec" or
-// "kiln" is a kiln::Error naming the choices.
+// Whether KILN_MATH (flags().math) leaves Kiln's functions on: "" and "kiln" do, "libmvec" asks
+// for glibc's; any other value is a kiln::Error naming the choices.
 bool kiln_math_selected();
 // The double-precision name kernels call f by in `mode`: "kiln_exp" where uses_kiln, else libm's.
 std::string call_name(MathFn f, const MathMode& mode);

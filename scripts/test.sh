@@ -3,8 +3,9 @@
 # Presets: release (default), asan (AddressSanitizer + UBSan), tsan (ThreadSanitizer; the executor
 # runs on std::threads there, as libtbb is not instrumented). Every preset runs every test.
 # The release preset then runs the suite again with kernels compiled for the next narrower CPU
-# (KILN_TARGET_CPU: x86-64-v3, AVX2, on AVX-512 hosts; x86-64-v2, SSE4, on AVX2 hosts), so both
-# libmvec variants and both code paths are tested on one host; and once more on the reference
+# (KILN_TARGET_CPU: x86-64-v3, AVX2, on AVX-512 hosts; x86-64-v2, SSE4, on AVX2 hosts) and
+# glibc's libmvec instead of Kiln's own vector math functions (KILN_MATH=libmvec), so both code
+# paths and both math libraries are tested on one host; and once more on the reference
 # interpreter (KILN_DEVICE=interp: every compute() of the suite evaluated without the JIT, against
 # the same NumPy expectations); and once more on cuda-emu (the CUDA printer's kernels compiled as
 # host C++, and by NVRTC for sm_80 and sm_90 where the CUDA toolkit is installed), on one emulated
@@ -25,8 +26,8 @@ if [ "$preset" = release ]; then
     *) narrower="" ;;
   esac
   if [ -n "$narrower" ]; then
-    echo "test.sh: the suite again with KILN_TARGET_CPU=$narrower (host: $(echo "$host" | grep -o "\"compile_target\":\"[^\"]*\""))"
-    KILN_TARGET_CPU="$narrower" ctest --preset release
+    echo "test.sh: the suite again with KILN_TARGET_CPU=$narrower KILN_MATH=libmvec (host: $(echo "$host" | grep -o "\"compile_target\":\"[^\"]*\""))"
+    KILN_TARGET_CPU="$narrower" KILN_MATH=libmvec ctest --preset release
   fi
   echo "test.sh: the suite again on the interpreter (KILN_DEVICE=interp)"
   KILN_DEVICE=interp ctest --preset release

@@ -12,11 +12,11 @@
 // |                   |              | built, leaves make every element (fusion unchanged)       |
 // | KILN_NO_COMPILE=1 | no_compile   | compiling a kernel is an error (tests of the caches)     |
 // | KILN_PRECISE_MATH=1 | precise_math | transcendental functions from glibc's scalar libm (bit |
-// |                   |              | for bit glibc's results) instead of libmvec's variants,   |
+// |                   |              | for bit glibc's results) instead of the vector functions, |
 // |                   |              | which differ by up to 4 ulp and are several times faster  |
-// | KILN_MATH=kiln   | math         | transcendental functions (pow too) from Kiln's own        |
-// |                   |              | (codegen/math): the same bits on every CPU ISA and GPU;   |
-// |                   |              | default libmvec                                           |
+// | KILN_MATH=M       | math         | the vector functions (pow too): kiln (the default, also   |
+// |                   |              | for ""), Kiln's own (codegen/math), the same bits on every |
+// |                   |              | CPU ISA and GPU; libmvec, glibc's vector variants         |
 // | KILN_TARGET_CPU=C | target_cpu   | kernels for LLVM CPU C (x86-64-v3: AVX2 and its libmvec   |
 // |                   |              | variant on an AVX-512 host) instead of the host's CPU     |
 // | KILN_FAIL_ALLOC_ABOVE=B | fail_alloc_above | tests: block allocations over B bytes fail |
@@ -52,7 +52,7 @@ struct Flags {
   bool no_push_slices = false;
   bool no_compile = false;
   bool precise_math = false;
-  std::string math;              // "" or "libmvec" (glibc's vector variants), "kiln" (codegen/math)
+  std::string math;              // "" or "kiln" (codegen/math), "libmvec" (glibc's vector variants)
   std::string target_cpu;        // read when the JIT starts, the first compile of the process
   int64_t fail_alloc_above = 0;  // bytes
   bool no_block_pool = false;

@@ -224,6 +224,9 @@ nlohmann::json to_json(const kiln::workloads::Workload& w, const RunOptions& o, 
   j["push_slices"] = !o.no_push_slices;
   j["resident"] = o.resident;
   j["rng"] = o.curand ? "curand" : "kiln";
+  j["math"] = kiln::flags().precise_math        ? "precise"
+              : kiln::flags().math == "libmvec" ? "libmvec"
+                                                : "kiln";
   j["result"] = r.results[0];
   for (size_t k = 1; k < r.results.size(); ++k) j[w.output_names[k]] = r.results[k];
   j["seconds"] = r.seconds;
@@ -402,9 +405,13 @@ int kiln_main(int argc, char** argv) {
       ->each([&](const std::string& v) { opt.curand = v == "curand"; });
   run->add_option("--trace", opt.trace, "write the task stream (Chrome trace format, Perfetto)");
   run->add_flag("--quiet", opt.quiet, "no progress bar");
-  run->add_flag(
-      "--precise-math", kiln::flags().precise_math,
-      "glibc's scalar sin/cos/exp/log (NumPy's results) instead of libmvec's vector ones");
+  run->add_option("--math", kiln::flags().math,
+                  "kiln (the default: Kiln's own vector functions, the same bits on every CPU and "
+                  "GPU) or libmvec (glibc's vector functions, which differ between ISAs by a few "
+                  "ulp); also KILN_MATH")
+      ->check(CLI::IsMember({"kiln", "libmvec"}));
+  run->add_flag("--precise-math", kiln::flags().precise_math,
+                "glibc's scalar sin/cos/exp/log (NumPy's results) instead of vector functions");
   std::string device;
   auto device_check = [](const std::string& d) {
     try {

@@ -84,7 +84,7 @@ TEST(Cuda, FlatKernelsCombineThreadPartialsLikeTheInterpreter) {
   EXPECT_EQ(emu[1].at_int(0), 200000);
   for (size_t k = 0; k < 7; ++k) EXPECT_TRUE(kt::same(emu[k], ref[k])) << "output " << k;
   EXPECT_TRUE(kt::same(emu[7], ref[7], 1e-13));  // compensated sums, in another order
-  EXPECT_TRUE(kt::same(emu[8], ref[8], 1e-15));  // libm's exp against libmvec's
+  EXPECT_TRUE(kt::same(emu[8], ref[8], 1e-15));  // KILN_MATH=libmvec: libm's exp, libmvec's
 }
 
 TEST(Cuda, OwnedAndSerialKernelsMatchTheInterpreterBitForBit) {
@@ -149,10 +149,14 @@ TEST(Cuda, NvrtcCompilesTheGpuBuildForSm80AndSm90) {
                      {n.sum(), n.argmax(1), n - n.mean({1}, true), pow(k, k % 3), n.sum({0}),
                       (k > 4).all({0}), floor_divide(k, k - 4) + (k << 2)},
                      &src));
-  // Kiln's own math functions (KILN_MATH=kiln) in the GPU build too.
-  flags().math = "kiln";
-  EXPECT_NO_THROW(on(Device::CudaEmu, {exp(n) + log1p(abs(n)) - tanh(n) * expm1(n) + log(k + 1)}));
-  flags().math = "";
+  // Kiln's own math functions and the device's libm (KILN_MATH=libmvec) in the GPU build too.
+  const std::string math = flags().math;
+  for (const char* m : {"kiln", "libmvec"}) {
+    flags().math = m;
+    EXPECT_NO_THROW(on(Device::CudaEmu, {exp(n) + log1p(abs(n)) - tanh(n) * expm1(n) + log(k + 1)}))
+        << m;
+  }
+  flags().math = math;
   flags().cuda_check = saved;
   std::set<std::string> m = modes(src);
   EXPECT_TRUE(m.count("flat") && m.count("owned")) << src.substr(0, 4000);

@@ -4,8 +4,9 @@
 // infinities, signed zeros, subnormals and the integers' extremes; and all must give the values
 // docs/KERNEL_IR.md defines (the hand-computed rows below). Reductions: exact ones bit for bit,
 // float sums and products within rounding error (docs/KERNEL_IR.md §8.6). Transcendental
-// functions: cuda-emu calls the host's libm, so it agrees bit for bit with the others in precise
-// mode (KILN_PRECISE_MATH, glibc's functions) only; libmvec's variants differ by a few ulp.
+// functions: Kiln's own (the default) agree bit for bit everywhere; with KILN_MATH=libmvec
+// cuda-emu calls the host's libm, so it agrees bit for bit with the others in precise mode
+// (KILN_PRECISE_MATH, glibc's functions) only, as libmvec's variants differ by a few ulp.
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -173,11 +174,12 @@ bool transcendental(UnaryFn f) {
 }  // namespace
 
 TEST(OpsTable, EveryUnaryOpAndDtypeAgreesBitForBit) {
-  // libmvec's functions, glibc's (precise), Kiln's own (KILN_MATH=kiln: the same on cuda-emu).
+  // libmvec's functions, glibc's (precise), Kiln's own (the default: the same on cuda-emu).
+  const std::string saved = flags().math;
   for (int mode = 0; mode < 3; ++mode) {
     bool precise = mode == 1, kiln = mode == 2;
     flags().precise_math = precise;
-    flags().math = kiln ? "kiln" : "";
+    flags().math = kiln ? "kiln" : "libmvec";
     for (DType t : kDTypes) {
       NDArray x = specials(t, false);
       Array a = kt::lazy(x, {7, 1});
@@ -204,15 +206,17 @@ TEST(OpsTable, EveryUnaryOpAndDtypeAgreesBitForBit) {
     }
   }
   flags().precise_math = false;
-  flags().math = "";
+  flags().math = saved;
 }
 
 TEST(OpsTable, EveryBinaryOpAndDtypePairAgreesBitForBit) {
-  // Every op; then (KILN_MATH=kiln) power again, Kiln's pow: the same bits on cuda-emu too.
+  // Every op with libmvec's pow; then power again with Kiln's (the default): the same bits on
+  // cuda-emu too.
+  const std::string saved = flags().math;
   for (bool kiln : {false, true})
     for (DType ta : kDTypes) {
       for (DType tb : kDTypes) {
-        flags().math = kiln ? "kiln" : "";
+        flags().math = kiln ? "kiln" : "libmvec";
         NDArray x = specials(ta, false), y = specials(tb, true);
         Array a = kt::lazy(x, {5, 1}), b = kt::lazy(y, {1, 9});
         std::vector<Array> outs;
@@ -242,7 +246,7 @@ TEST(OpsTable, EveryBinaryOpAndDtypePairAgreesBitForBit) {
         expect_backends_agree(outs, names, emu_exact);
       }
     }
-  flags().math = "";
+  flags().math = saved;
 }
 
 TEST(OpsTable, EveryCastAgreesBitForBit) {

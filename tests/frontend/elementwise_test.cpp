@@ -19,7 +19,7 @@ struct UnaryCase {
 }  // namespace
 
 TEST(Elementwise, UnaryFloat64MatchesNumPy) {
-  // libmvec's vector sin/cos/exp/log are within 4 ulp of the correctly rounded result, and so is
+  // Kiln's vector functions (and libmvec's) are within 4 ulp of the correctly rounded result, as is
   // what NumPy calls (glibc, or its own SIMD code on AVX-512 hosts and for tanh): 8 ulp apart at
   // most, on any host. ulps 0: exact.
   const UnaryCase cases[] = {
@@ -96,7 +96,7 @@ TEST(Elementwise, BinaryOpsWithBroadcastingMatchNumPy) {
       x + y,  x - y,  x * y,  x / y,         x % y,        pow(abs(x), y), x<y, x <= y, x> y,
       x >= y, x == y, x != y, maximum(x, y), minimum(x, y)};
   auto res = compute(got);
-  // Correctly rounded operations are exact; pow (libmvec's, within 4 ulp) within 8 ulp of NumPy's.
+  // Correctly rounded operations are exact; pow (within 4 ulp) within 8 ulp of NumPy's.
   for (size_t k = 0; k < exprs.size(); ++k)
     EXPECT_TRUE(exprs[k].find("power") != std::string::npos ? kt::same_ulps(res[k], want[k], 8)
                                                             : same(res[k], want[k]))
@@ -159,7 +159,7 @@ TEST(Elementwise, ScalarsOnEitherSide) {
 }
 
 TEST(Elementwise, VectorizedTranscendentalsOverManyElements) {
-  // Long rows make the vectorizer pick its widest variant (a wrong libmvec ISA would SIGILL).
+  // Long rows make the vectorizer pick its widest variant (a wrong vector ISA would SIGILL).
   NDArray a = kt::random_array(DType::Float64, {64, 4096}, 52, -3, 3);
   Array x = lazy(a, {16, 4096});
   auto want = kt::numpy({{"a", a}}, {"np.sin(a).sum(axis=1)",
@@ -174,7 +174,7 @@ TEST(Elementwise, PreciseMathCallsGlibcsScalarFunctions) {
   // KILN_PRECISE_MATH makes kernels call glibc's scalar sin/cos/..., so an exact test such as
   // sin^2 + cos^2 == 1 counts as the same test written in C++ with std::sin/std::cos. (NumPy gives
   // that count too only where it calls glibc as well: not on AVX-512 hosts, where it has SIMD code
-  // of its own; and libmvec's vector functions, the default, are within 4 ulp of glibc's.)
+  // of its own; and the vector functions, Kiln's by default, are within 4 ulp of glibc's.)
   NDArray a = kt::random_array(DType::Float64, {300, 400}, 53, 0, 1);
   Array x = lazy(a, {100, 100});
   Array y = (pow(sin(x), 2) + pow(cos(x), 2) == 1).sum();
@@ -202,7 +202,7 @@ TEST(Elementwise, PreciseMathCallsGlibcsScalarFunctions) {
 }
 
 TEST(Elementwise, TranscendentalValuesDoNotDependOnChunkingOrFusion) {
-  // The vectorized body and the scalar remainder call the same libmvec variant, so an element's
+  // The vectorized body and the scalar remainder call the same vector variant, so an element's
   // value is the same whatever block (and so loop position) it falls in, fused or not.
   NDArray a = kt::random_array(DType::Float64, {37, 61}, 54, -4, 4);
   NDArray f = kt::random_array(DType::Float32, {37, 61}, 55, -4, 4);

@@ -32,7 +32,7 @@ TEST(Structure, TransposeReshapeRechunkBroadcast) {
                       x.slice({Slice::all(), {0, 1}}).broadcast_to({6, 4, 5}) * 2,
                       x.slice({{0, {}, 2}}).T().reshape({-1}),
                       sin(x).transpose({2, 0, 1}).slice({{1, {}}, {{}, {}, -1}})});
-  // Exact except sin (libmvec: within 4 ulp of NumPy's glibc value).
+  // Exact except sin (vector math: within 4 ulp of NumPy's glibc value).
   for (size_t k = 0; k < got.size(); ++k)
     EXPECT_TRUE(same(got[k], want[k], k + 1 == got.size() ? 1e-15 : 0)) << k;
   Array r = x.rechunk({6, 1, 5});

@@ -20,7 +20,8 @@
 //    generated. Integer arithmetic wraps around in both (two's complement; Kiln's kernels use no
 //    nsw/nuw flags): the generator tracks value bounds, and where + - * // could overflow it
 //    either refuses the op or keeps it with the whole type as the bound (apply_binary).
-// 4. Precision. sin/cos/exp/log/tanh/pow... use libmvec in Kiln (within 4 ulp) and NumPy's are
+// 4. Precision. sin/cos/exp/log/tanh/pow... use Kiln's vector functions (or libmvec's with
+//    KILN_MATH=libmvec; both within 4 ulp) and NumPy's are
 //    glibc's or its own SIMD code (within 4 ulp too); float sums/products are reassociated
 //    (vectorized blocks, compensated strips, combine trees) while NumPy sums pairwise. Results
 //    that went through such an operation are "inexact" and compared within a propagated error
@@ -74,8 +75,8 @@ double ulp_rel(DType t) { return t == DType::Float32 ? 0x1p-23 : 0x1p-52; }
 // a product or quotient that underflows is off by up to this much (absolutely) instead.
 double subnormal(DType t) { return t == DType::Float32 ? 0x1p-149 : 0x1p-1074; }
 
-// Transcendental results: libmvec is within 4 ulp, NumPy's functions (glibc, or its own SIMD
-// code) within 4 too; both sides round.
+// Transcendental results: Kiln's (and libmvec's) within 4 ulp, NumPy's functions (glibc, or its own
+// SIMD code) within 4 too; both sides round.
 constexpr double kMathUlps = 10;
 
 // Lipschitz bound of a unary function on [lo, hi] (the operand's range widened by its error),

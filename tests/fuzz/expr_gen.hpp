@@ -11,7 +11,8 @@
 //     value-based casting would promote them as Kiln does too;
 //   - float -> int conversion of NaN/inf/out-of-range values is never generated; integer + - * //
 //     may overflow (both wrap);
-//   - transcendental functions (libmvec, within 4 ulp) and reassociated float reductions are
+//   - transcendental functions (Kiln's or libmvec's, within 4 ulp) and reassociated float
+//   reductions are
 //     compared within a propagated error bound, and no discontinuous operation (comparison,
 //     floor, astype(int), argmax, ...) is applied to such inexact values.
 #pragma once

@@ -40,11 +40,11 @@
 //     for the others, how many the comparison rejects when given all zeros or NumPy's result
 //     nudged by 2^-30 (2^-14 for float32); the run fails if fewer than 90% / 75% are rejected (seed
 //     1's slice: 74 and 65 of 75).
-// Fused vs unfused and 1 vs 2-4 threads: memcmp of the result bytes, in the default (libmvec) math
-// mode: since every transcendental call goes through one libmvec variant in vector and scalar
-// code alike, an element's value no longer depends on fusion or chunking (the campaign of
-// 2026-11-22 found that it did; fixed). Cases that call such functions run four more times in
-// precise-math mode: the fused one-thread result against NumPy too, the others bit for bit
+// Fused vs unfused and 1 vs 2-4 threads: memcmp of the result bytes, in the math mode the run has
+// (Kiln's functions by default): since every transcendental call goes through one vector variant
+// in vector and scalar code alike, an element's value no longer depends on fusion or chunking (the
+// campaign of 2026-11-22 found that it did; fixed). Cases that call such functions run four more
+// times in precise-math mode: the fused one-thread result against NumPy too, the others bit for bit
 // against it. Reassociated reductions may legitimately differ between differently fused kernels
 // (DESIGN invariant 3) and are held to the error bound there instead.
 #include <unistd.h>
@@ -228,7 +228,7 @@ std::vector<std::vector<NumpyRun>> run_numpy(const std::vector<Case>& cases, boo
   return out;
 }
 
-// Whether the case calls a function Kiln takes from libmvec in its default mode.
+// Whether the case calls a vector math function (Kiln's own, or libmvec's).
 bool uses_vector_math(const Case& c) {
   static const char* fns[] = {"kiln::sin(",    "kiln::cos(",    "kiln::tan(",    "kiln::exp(",
                               "kiln::expm1(",  "kiln::log(",    "kiln::log1p(",  "kiln::tanh(",

@@ -48,7 +48,7 @@ struct Printed {
 // scratch (tree kernels): 256 bytes holding the ticket counter, zero at launch (the last block
 // leaves it zero again, so a launcher zeroes it once), then one partial per block.
 // kiln_math: exp, expm1, log, log1p, tanh from Kiln's own functions (codegen/math), the same
-// bits as the CPU's in KILN_MATH=kiln; else the device's libm.
+// bits as the CPU's (the default); else (KILN_MATH=libmvec, precise math) the device's libm.
 Printed print(const kir::Kernel& k, Flavor flavor, bool kiln_math);
 
 // The 8-byte words of a GPU kernel's kiln_args: I, F and P, in that order, each at least one.

@@ -424,7 +424,7 @@ std::vector<int> parse_arches(const std::string& s) {
   return out;
 }
 
-// KILN_MATH=kiln (and not precise): Kiln's functions, as the CPU kernels call them.
+// Kiln's functions (the default; not KILN_MATH=libmvec, not precise), as the CPU kernels call them.
 bool kiln_math() { return vm::kiln_math_selected() && !flags().precise_math; }
 
 std::string read_file(const std::string& path) {

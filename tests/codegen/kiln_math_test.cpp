@@ -1,6 +1,6 @@
 // Kiln's own math functions (codegen/math): accuracy against long double references over each
 // function's whole domain (random arguments spread over every binade, and the special values);
-// the same bits from every CPU vector variant as from the scalar code; and, through KILN_MATH=kiln,
+// the same bits from every CPU vector variant as from the scalar code; and, as the default math,
 // the same bits from compiled kernels, the interpreter and cuda-emu (OpsTable.*).
 #include <cmath>
 #include <cstring>

@@ -306,6 +306,30 @@ TEST(Cli, RngCurandMakesXWithCuRand) {
   EXPECT_NE(rc, 0) << out;
 }
 
+TEST(Cli, MathChoosesTheVectorFunctions) {
+  // --math kiln: Kiln's sin and cos give the same bits in compiled kernels, the interpreter and
+  // cuda-emu's printed CUDA, so trig-identity counts the same exact identities on each; --math
+  // libmvec: glibc's vector functions, which count otherwise. Other names are refused.
+  auto json = [](const std::string& extra) {
+    return nlohmann::json::parse(
+        run("run trig-identity --size 600 --chunk 200 --json " + extra, nullptr, "2>/dev/null"));
+  };
+  nlohmann::json cpu = json("--math kiln"), interp = json("--math kiln --device interp"),
+                 emu = json("--math kiln --device cuda-emu"), glibc = json("--math libmvec"),
+                 precise = json("--precise-math");
+  EXPECT_EQ(cpu["math"], "kiln") << cpu;
+  EXPECT_EQ(glibc["math"], "libmvec") << glibc;
+  EXPECT_EQ(precise["math"], "precise") << precise;
+  EXPECT_GT(cpu["count"].get<double>(), 0) << cpu;
+  EXPECT_EQ(interp["count"], cpu["count"]) << interp;
+  EXPECT_EQ(emu["count"], cpu["count"]) << emu;
+  EXPECT_NE(glibc["count"], cpu["count"]) << glibc;
+  int rc = 0;
+  std::string out = run("run diamond --math glibc", &rc);
+  EXPECT_NE(rc, 0) << out;
+  EXPECT_NE(out.find("--math: glibc not in {kiln,libmvec}"), std::string::npos) << out;
+}
+
 TEST(Cli, ResidentIsRefusedForTheSolver) {
   int rc = 0;
   std::string out = run("run logistic-gd --resident --size 1000 --chunk 500", &rc);

@@ -129,8 +129,7 @@ class Printer {
   Printed run() {
     Printed p;
     p.shape = shape_;
-    s_ = prelude(flavor_, normals_, kiln_math_);
-    s_ += "\n// kernel " + hex_u64(k_.hash()) + ": " + mode_name() + "\n";
+    s_ = "\n// kernel " + hex_u64(k_.hash()) + ": " + mode_name() + "\n";
     print_acc();
     print_thread();
     s_ += block_tree(flavor_);
@@ -138,7 +137,9 @@ class Printer {
       print_emu_entry();
     else
       print_device_entry();
-    p.source = std::move(s_);
+    // The prelude last: it holds only the Kiln math functions the body calls (compiling all of
+    // them into every kernel doubled NVRTC's time for kernels that call none).
+    p.source = prelude(flavor_, normals_, kiln_fns_) + s_;
     return p;
   }
 
@@ -320,10 +321,7 @@ class Printer {
       case UnaryFn::Arccos:
       case UnaryFn::Arctan:
         if (!fp) undefined(unary_name(f), t);
-        return math_call((kiln_math_ && vm::kiln_has(vm::math_fn(f)) ? "kiln_" : "") +
-                             std::string(vm::libm_name(vm::math_fn(f))),
-                         t) +
-               "(" + a + ")";
+        return math_call(math_name(vm::math_fn(f)), t) + "(" + a + ")";
       case UnaryFn::IsNan:
         return "(kiln_u8)(" + a + " != " + a + ")";
       case UnaryFn::Invert:
@@ -372,7 +370,7 @@ class Printer {
         if (fp) return call(math_call("copysign", t));
         undefined("copysign", t);
       case BinaryFn::Pow:
-        if (fp) return call(math_call(kiln_math_ ? "kiln_pow" : "pow", t));
+        if (fp) return call(math_call(math_name(vm::MathFn::Pow), t));
         if (integer)
           return "(" + T + ")kiln_ipow((kiln_i64)" + a + ", (kiln_i64)" + b + ", kiln_status)";
         undefined("power", t);
@@ -738,9 +736,17 @@ extern "C" unsigned kiln_emu_launch(const kiln_i64* I, const double* F, void* co
     s_ += "  return status;\n}\n";
   }
 
+  // The name the kernel calls f by: Kiln's function (recorded in kiln_fns_) or the device's libm.
+  std::string math_name(vm::MathFn f) const {
+    if (!kiln_math_ || !vm::kiln_has(f)) return vm::libm_name(f);
+    kiln_fns_ |= 1u << static_cast<int>(f);
+    return std::string("kiln_") + vm::libm_name(f);
+  }
+
   const kir::Kernel& k_;
   Flavor flavor_;
   bool kiln_math_;
+  mutable uint32_t kiln_fns_ = 0;  // bit f: calls Kiln's vm::MathFn f (found while printing)
   KernelShape shape_;
   bool random_ = false, normals_ = false;
   bool strips_[2] = {false, false};
@@ -775,7 +781,7 @@ std::string print_combine(ReduceFn fn, DType acc, Flavor flavor) {
                      "*)in;\n  kiln_i64* ai = (kiln_i64*)((char*)acc + index_offset);\n" +
                      "  const kiln_i64* bi = (const kiln_i64*)((const char*)in + index_offset);\n" +
                      "  (void)ai; (void)bi;\n";
-  std::string s = prelude(flavor, false, false);
+  std::string s = prelude(flavor, false, 0);
   if (flavor == Flavor::Emu)
     return s + "extern \"C\" void kiln_emu_combine(" + args + ") {\n" + body +
            "  for (kiln_i64 e = 0; e < n; ++e) " + step + "\n}\n";

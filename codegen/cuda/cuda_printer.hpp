@@ -72,8 +72,9 @@ struct Launch {
 };
 Launch launch_for(int rank, const KernelShape& s, const int64_t* I);
 
-// Parts of the prelude (prelude.cpp).
-std::string prelude(Flavor flavor, bool normals, bool kiln_math);
+// Parts of the prelude (prelude.cpp). kiln_fns: the Kiln math functions the kernel calls, bit
+// vm::MathFn f set for each (0: none, and Kiln's math source is left out).
+std::string prelude(Flavor flavor, bool normals, uint32_t kiln_fns);
 std::string block_tree(Flavor flavor);
 
 }  // namespace kiln::cuda

@@ -6,6 +6,7 @@
 
 #include "codegen/cuda/cuda_printer.hpp"
 #include "codegen/math/kiln_math.hpp"
+#include "codegen/vector_math.hpp"
 #include "support/ziggurat_tables.hpp"
 
 namespace kiln::cuda {
@@ -289,21 +290,13 @@ KILN_FN kiln_u64 kiln_m_umulhi(kiln_u64 a, kiln_u64 b) { return kiln_mulhi64(a, 
 #define KILN_M_FN KILN_FN
 #define KILN_M_COLD KILN_FN
 )";
-const char* kMathTail = R"(
+// The entry points, one per function the kernel calls (only those are instantiated).
+const char* kMathWrap = R"(
 #define KILN_M_WRAP(FN)                                                                  \
   KILN_FN double kiln_##FN(double x) { return kiln_m_##FN<double, kiln_u64>(x); }       \
   KILN_FN float kiln_##FN##f(float x) { return (float)kiln_##FN((double)x); }
-KILN_M_WRAP(exp)
-KILN_M_WRAP(expm1)
-KILN_M_WRAP(log)
-KILN_M_WRAP(log1p)
-KILN_M_WRAP(tanh)
-KILN_M_WRAP(sin)
-KILN_M_WRAP(cos)
-KILN_M_WRAP(tan)
-KILN_M_WRAP(atan)
-KILN_M_WRAP(asin)
-KILN_M_WRAP(acos)
+)";
+const char* kMathPow = R"(
 KILN_FN double kiln_pow(double x, double y) { return kiln_m_pow<double, kiln_u64>(x, y); }
 KILN_FN float kiln_powf(float x, float y) { return (float)kiln_pow((double)x, (double)y); }
 )";
@@ -322,14 +315,21 @@ void append_table(std::string& s, const char* name, const double* t, int n) {
 
 }  // namespace
 
-std::string prelude(Flavor flavor, bool normals, bool kiln_math) {
+std::string prelude(Flavor flavor, bool normals, uint32_t kiln_fns) {
   bool emu = flavor == Flavor::Emu;
   std::string s = emu ? kEmuHead : kDeviceHead;
   s += kCommon;
-  if (kiln_math) {
+  if (kiln_fns != 0) {
     s += kMathHead;
     s += kmath::source();
-    s += kMathTail;
+    s += kMathWrap;
+    for (int f = 0; f < vm::kNumMathFns; ++f) {
+      if (!((kiln_fns >> f) & 1u)) continue;
+      if (vm::MathFn(f) == vm::MathFn::Pow)
+        s += kMathPow;
+      else
+        s += std::string("KILN_M_WRAP(") + vm::libm_name(vm::MathFn(f)) + ")\n";
+    }
   }
   if (normals) {
     char buf[160];

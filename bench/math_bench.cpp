@@ -221,9 +221,68 @@ void BM_VectorPow(benchmark::State& state) {
                          benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
 }
 
+extern "C" void _ZGVdN4v_kiln_sincos(d4, d4*, d4*);
+extern "C" void _ZGVeN8v_kiln_sincos(d8, d8*, d8*);
+
+// sin and cos of each element: Kiln's two variants, or the joint one JIT kernels call in their
+// place (codegen/cpu/llvm_printer.cpp's join_sincos; the same bits).
+template <class V, int L>
+void loop_sincos(V (*sin)(V), V (*cos)(V), void (*joint)(V, V*, V*), const double* x, double* s,
+                 double* c, int n) {
+  for (int i = 0; i < n; i += L) {
+    V v, a, b;
+    __builtin_memcpy(&v, x + i, sizeof v);
+    if (joint) {
+      joint(v, &a, &b);
+    } else {
+      a = sin(v);
+      b = cos(v);
+    }
+    __builtin_memcpy(s + i, &a, sizeof a);
+    __builtin_memcpy(c + i, &b, sizeof b);
+  }
+}
+
+__attribute__((target("avx2,fma"))) void run_sincos_d(bool joint, const double* x, double* s,
+                                                      double* c, int n) {
+  loop_sincos<d4, 4>(_ZGVdN4v_kiln_sin, _ZGVdN4v_kiln_cos, joint ? _ZGVdN4v_kiln_sincos : nullptr,
+                     x, s, c, n);
+}
+
+__attribute__((target("avx512f"))) void run_sincos_e(bool joint, const double* x, double* s,
+                                                     double* c, int n) {
+  loop_sincos<d8, 8>(_ZGVeN8v_kiln_sin, _ZGVeN8v_kiln_cos, joint ? _ZGVeN8v_kiln_sincos : nullptr,
+                     x, s, c, n);
+}
+
+// Kiln's sin and cos of x in [-10, 10]: ns_per_elem for both. Arg: 0 two calls, 1 the joint one.
+void BM_VectorSinCos(benchmark::State& state) {
+  bool joint = state.range(0) != 0;
+  bool avx512 = use_avx512();
+  const int n = 4096;
+  std::mt19937_64 g(7);
+  std::uniform_real_distribution<double> u(-10, 10);
+  std::vector<double> x(n), s(n), c(n);
+  for (double& v : x) v = u(g);
+  for (auto _ : state) {
+    if (avx512)
+      run_sincos_e(joint, x.data(), s.data(), c.data(), n);
+    else
+      run_sincos_d(joint, x.data(), s.data(), c.data(), n);
+    benchmark::DoNotOptimize(s.data());
+    benchmark::DoNotOptimize(c.data());
+  }
+  state.SetLabel(std::string(joint ? "kiln_sincos" : "kiln_sin + kiln_cos") +
+                 (avx512 ? " AVX-512" : " AVX2"));
+  state.counters["ns_per_elem"] =
+      benchmark::Counter(double(n) * double(state.iterations()),
+                         benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+}
+
 }  // namespace
 
 BENCHMARK(BM_VectorPow)->Arg(0)->Arg(1)->ArgName("kiln");
+BENCHMARK(BM_VectorSinCos)->Arg(0)->Arg(1)->ArgName("joint");
 BENCHMARK(BM_VectorMath)
     ->ArgsProduct(
         {{int(kiln::vm::MathFn::Exp), int(kiln::vm::MathFn::Expm1), int(kiln::vm::MathFn::Log),

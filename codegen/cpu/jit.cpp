@@ -208,6 +208,7 @@ class Jit {
       m->print(os, nullptr);
     }
     optimize(*m, precise);
+    if (!precise) join_sincos(*m);
     if (dumps) {
       llvm::raw_string_ostream os(dumps->optimized);
       m->print(os, nullptr);

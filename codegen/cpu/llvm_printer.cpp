@@ -1230,4 +1230,70 @@ std::vector<VectorMapping> vector_mappings(const MathMode& mode) {
   return v;
 }
 
+int join_sincos(llvm::Module& m) {
+  // "_ZGVeN8v_kiln_sin" -> ("_ZGVeN8v_", "") and "..._kiln_cosf" -> (..., "f"): the variant's
+  // prefix (ISA and lanes) and element suffix, which the joint variant shares.
+  auto split = [](llvm::StringRef name, llvm::StringRef fn, std::string& key) {
+    if (!name.starts_with("_ZGV")) return false;
+    size_t at = name.find("v_kiln_");
+    if (at == llvm::StringRef::npos) return false;
+    llvm::StringRef rest = name.substr(at + 7);
+    if (rest != fn && rest != (fn + "f").str()) return false;
+    key = name.substr(0, at + 2).str() + (rest.size() > fn.size() ? "f" : "");
+    return true;
+  };
+  int joined = 0;
+  for (llvm::Function& f : m) {
+    if (f.isDeclaration()) continue;
+    std::vector<std::pair<llvm::CallInst*, llvm::CallInst*>> pairs;  // (sin, cos)
+    for (llvm::BasicBlock& bb : f) {
+      std::map<std::pair<Value*, std::string>, llvm::CallInst*> sins;
+      std::vector<std::pair<std::pair<Value*, std::string>, llvm::CallInst*>> coses;
+      for (llvm::Instruction& in : bb) {
+        auto* call = llvm::dyn_cast<llvm::CallInst>(&in);
+        llvm::Function* callee = call ? call->getCalledFunction() : nullptr;
+        if (!callee || call->arg_size() != 1) continue;
+        std::string key;
+        if (split(callee->getName(), "sin", key))
+          sins.emplace(std::make_pair(call->getArgOperand(0), key), call);
+        else if (split(callee->getName(), "cos", key))
+          coses.push_back({{call->getArgOperand(0), key}, call});
+      }
+      for (auto& [k, cos] : coses) {
+        auto it = sins.find(k);
+        if (it == sins.end() || !it->second) continue;
+        pairs.push_back({it->second, cos});
+        it->second = nullptr;  // each sin serves one cos
+      }
+    }
+    if (pairs.empty()) continue;
+    llvm::IRBuilder<> entry(&f.getEntryBlock(), f.getEntryBlock().getFirstInsertionPt());
+    for (auto [sin, cos] : pairs) {
+      llvm::Type* vt = sin->getType();
+      std::string name = sin->getCalledFunction()->getName().str();
+      name = name.substr(0, name.find("v_kiln_") + 2) + "kiln_sincos" +
+             (name.back() == 'f' ? "f" : "");
+      llvm::Type* ptr = llvm::PointerType::getUnqual(m.getContext());
+      auto callee = m.getOrInsertFunction(
+          name,
+          llvm::FunctionType::get(llvm::Type::getVoidTy(m.getContext()), {vt, ptr, ptr}, false));
+      llvm::Align align(m.getDataLayout().getPrefTypeAlign(vt));
+      llvm::AllocaInst* s_slot = entry.CreateAlloca(vt);
+      llvm::AllocaInst* c_slot = entry.CreateAlloca(vt);
+      s_slot->setAlignment(align);
+      c_slot->setAlignment(align);
+      llvm::IRBuilder<> b(sin->comesBefore(cos) ? sin : cos);
+      auto* joint = b.CreateCall(callee, {sin->getArgOperand(0), s_slot, c_slot});
+      joint->setDoesNotThrow();
+      joint->setOnlyAccessesArgMemory();
+      sin->replaceAllUsesWith(b.CreateAlignedLoad(vt, s_slot, align));
+      cos->replaceAllUsesWith(b.CreateAlignedLoad(vt, c_slot, align));
+      sin->eraseFromParent();
+      cos->eraseFromParent();
+      ++joined;
+    }
+  }
+  return joined;
+}
+
 }  // namespace kiln::cpu

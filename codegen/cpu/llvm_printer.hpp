@@ -15,7 +15,7 @@ namespace kiln::cpu {
 
 // Part of every kernel cache key: bump it whenever the printed code changes for the same kernel
 // IR, so objects cached on disk by an older printer are not reused.
-constexpr int kPrinterVersion = 18;
+constexpr int kPrinterVersion = 19;
 
 // How transcendental functions are called: codegen/vector_math.hpp. Scalar code calls a wrapper
 // that evaluates the one libmvec variant on a splat, and the vectorized loop calls the variant
@@ -29,6 +29,11 @@ struct VectorMapping {
   unsigned lanes;
 };
 std::vector<VectorMapping> vector_mappings(const MathMode& mode);
+
+// After the vectorizer: each pair of calls of Kiln's vector sin and cos variants on one operand in
+// one basic block becomes one call of the joint variant (_ZGVeN8v_kiln_sincos: the same bits,
+// one call's work shared; codegen/math/kiln_math.inc). Returns the number of pairs joined.
+int join_sincos(llvm::Module& m);
 
 llvm::Function* print_llvm(const kir::Kernel& k, llvm::Module& m, const std::string& name,
                            const MathMode& mode);

@@ -263,6 +263,34 @@ KILN_M_EXPORT_ALL(asin)
 KILN_M_EXPORT_ALL(acos)
 KILN_M_EXPORT2_ALL(pow)
 
+// sin and cos of one vector from one evaluation, for the CPU JIT, which joins a kernel's calls of
+// the two variants above on one operand into one call of this (codegen/cpu/jit.cpp): results
+// through pointers (a struct of two vectors would be returned in memory by GCC anyway).
+#define KILN_M_EXPORT_SINCOS(ISA, TARGET, ND, NF, NS)                               \
+  extern "C" __attribute__((target(TARGET))) void _ZGV##ISA##N##ND##v_kiln_sincos(  \
+      NS::V x, NS::V* s, NS::V* c) {                                                \
+    NS::kiln_m_sincos<NS::V, NS::I>(x, *s, *c);                                     \
+  }                                                                                 \
+  extern "C" __attribute__((target(TARGET))) void _ZGV##ISA##N##NF##v_kiln_sincosf( \
+      NS::F x, NS::F* s, NS::F* c) {                                                \
+    NS::V lo, hi, slo, shi, clo, chi;                                               \
+    for (int i = 0; i < ND; ++i) {                                                  \
+      lo[i] = x[i];                                                                 \
+      hi[i] = x[i + ND];                                                            \
+    }                                                                               \
+    NS::kiln_m_sincos<NS::V, NS::I>(lo, slo, clo);                                  \
+    NS::kiln_m_sincos<NS::V, NS::I>(hi, shi, chi);                                  \
+    for (int i = 0; i < ND; ++i) {                                                  \
+      (*s)[i] = static_cast<float>(slo[i]);                                         \
+      (*s)[i + ND] = static_cast<float>(shi[i]);                                    \
+      (*c)[i] = static_cast<float>(clo[i]);                                         \
+      (*c)[i + ND] = static_cast<float>(chi[i]);                                    \
+    }                                                                               \
+  }
+KILN_M_EXPORT_SINCOS(b, "sse4.2", 2, 4, kiln_math_b)
+KILN_M_EXPORT_SINCOS(d, "avx2,fma", 4, 8, kiln_math_d)
+KILN_M_EXPORT_SINCOS(e, "avx512f", 8, 16, kiln_math_e)
+
 namespace kiln::kmath {
 
 namespace {
@@ -293,6 +321,7 @@ std::vector<std::pair<std::string, void*>> vector_symbols() {
   KILN_M_SYMBOLS(atan)
   KILN_M_SYMBOLS(asin)
   KILN_M_SYMBOLS(acos)
+  KILN_M_SYMBOLS(sincos)
 #undef KILN_M_SYMBOLS
   v.emplace_back("_ZGVbN2vv_kiln_pow", reinterpret_cast<void*>(&_ZGVbN2vv_kiln_pow));
   v.emplace_back("_ZGVdN4vv_kiln_pow", reinterpret_cast<void*>(&_ZGVdN4vv_kiln_pow));

@@ -2,6 +2,7 @@
 // function's whole domain (random arguments spread over every binade, and the special values);
 // the same bits from every CPU vector variant as from the scalar code; and, as the default math,
 // the same bits from compiled kernels, the interpreter and cuda-emu (OpsTable.*).
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <functional>
@@ -12,6 +13,8 @@
 #include "codegen/math/kiln_math.hpp"
 #include "codegen/vector_math.hpp"
 #include "oracle.hpp"
+
+#pragma GCC diagnostic ignored "-Wpsabi"  // the joint variants take vectors (their ISA's registers)
 
 using namespace kiln;
 
@@ -278,4 +281,99 @@ TEST(KilnMath, PowGivesTheScalarBitsOnEveryVectorIsa) {
     EXPECT_EQ(differ, 0u) << "pow on ISA " << isa;
   }
   EXPECT_GE(tried, 2);
+}
+
+namespace {
+
+typedef double d2 __attribute__((vector_size(16)));
+typedef double d4 __attribute__((vector_size(32)));
+typedef double d8 __attribute__((vector_size(64)));
+typedef float f4 __attribute__((vector_size(16)));
+typedef float f8 __attribute__((vector_size(32)));
+typedef float f16 __attribute__((vector_size(64)));
+extern "C" void _ZGVbN2v_kiln_sincos(d2, d2*, d2*);
+extern "C" void _ZGVdN4v_kiln_sincos(d4, d4*, d4*);
+extern "C" void _ZGVeN8v_kiln_sincos(d8, d8*, d8*);
+extern "C" void _ZGVbN4v_kiln_sincosf(f4, f4*, f4*);
+extern "C" void _ZGVdN8v_kiln_sincosf(f8, f8*, f8*);
+extern "C" void _ZGVeN16v_kiln_sincosf(f16, f16*, f16*);
+
+// s[i], c[i] = the joint variant's sin and cos of x[i], L lanes at a time (n a multiple of L);
+// compiled for the ISA, as the vector arguments are passed in its registers.
+#define KILN_JOINT(NAME, TARGET, V, T, L, FN)                                   \
+  __attribute__((target(TARGET))) void NAME(const T* x, T* s, T* c, size_t n) { \
+    for (size_t i = 0; i < n; i += L) {                                         \
+      V v, a, b;                                                                \
+      std::memcpy(&v, x + i, sizeof v);                                         \
+      FN(v, &a, &b);                                                            \
+      std::memcpy(s + i, &a, sizeof a);                                         \
+      std::memcpy(c + i, &b, sizeof b);                                         \
+    }                                                                           \
+  }
+KILN_JOINT(joint_b, "sse4.2", d2, double, 2, _ZGVbN2v_kiln_sincos)
+KILN_JOINT(joint_d, "avx2,fma", d4, double, 4, _ZGVdN4v_kiln_sincos)
+KILN_JOINT(joint_e, "avx512f", d8, double, 8, _ZGVeN8v_kiln_sincos)
+KILN_JOINT(joint_bf, "sse4.2", f4, float, 4, _ZGVbN4v_kiln_sincosf)
+KILN_JOINT(joint_df, "avx2,fma", f8, float, 8, _ZGVdN8v_kiln_sincosf)
+KILN_JOINT(joint_ef, "avx512f", f16, float, 16, _ZGVeN16v_kiln_sincosf)
+#undef KILN_JOINT
+
+template <class T>
+size_t differing(const std::vector<T>& got, const std::vector<T>& want) {
+  size_t n = 0;  // which NaN is not specified (docs/KERNEL_IR.md)
+  for (size_t i = 0; i < got.size(); ++i)
+    n += std::memcmp(&got[i], &want[i], sizeof(T)) != 0 &&
+         !(std::isnan(got[i]) && std::isnan(want[i]));
+  return n;
+}
+
+}  // namespace
+
+TEST(KilnMath, JointSinCosGivesTheBitsOfSinAndCos) {
+  // The variant CPU kernels call where they take both sin and cos of one value
+  // (codegen/cpu/llvm_printer.cpp's join_sincos) must not change a bit of either: over sin's
+  // arguments (every binade, multiples of pi/2, the special values), with vectors that mix
+  // ordinary lanes and lanes beyond 2^20 or not finite (the general path).
+  const Fn& sin_fn = *std::find_if(std::begin(kFns), std::end(kFns),
+                                   [](const Fn& f) { return f.fn == vm::MathFn::Sin; });
+  std::vector<double> x = arguments(sin_fn, 20000);
+  std::mt19937_64 g(31);
+  std::shuffle(x.begin(), x.end(), g);
+  x.resize(x.size() / 16 * 16);
+  std::vector<double> want_s(x.size()), want_c(x.size()), s(x.size()), c(x.size());
+  for (size_t i = 0; i < x.size(); ++i) {
+    want_s[i] = kiln_sin(x[i]);
+    want_c[i] = kiln_cos(x[i]);
+  }
+  std::vector<float> xf(x.begin(), x.end()), want_sf(x.size()), want_cf(x.size()), sf(x.size()),
+      cf(x.size());
+  for (size_t i = 0; i < x.size(); ++i) {
+    want_sf[i] = static_cast<float>(kiln_sin(static_cast<double>(xf[i])));
+    want_cf[i] = static_cast<float>(kiln_cos(static_cast<double>(xf[i])));
+  }
+  struct Isa {
+    char isa;
+    bool present;
+    void (*d)(const double*, double*, double*, size_t);
+    void (*f)(const float*, float*, float*, size_t);
+  };
+  const Isa isas[] = {
+      {'b', bool(__builtin_cpu_supports("sse4.2")), joint_b, joint_bf},
+      {'d', __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"), joint_d, joint_df},
+      {'e', bool(__builtin_cpu_supports("avx512f")), joint_e, joint_ef}};
+  int tried = 0;
+  for (const Isa& isa : isas) {
+    if (!isa.present) continue;
+    ++tried;
+    isa.d(x.data(), s.data(), c.data(), x.size());
+    EXPECT_EQ(differing(s, want_s), 0u) << "sin on ISA " << isa.isa;
+    EXPECT_EQ(differing(c, want_c), 0u) << "cos on ISA " << isa.isa;
+    isa.f(xf.data(), sf.data(), cf.data(), x.size());
+    EXPECT_EQ(differing(sf, want_sf), 0u) << "sinf on ISA " << isa.isa;
+    EXPECT_EQ(differing(cf, want_cf), 0u) << "cosf on ISA " << isa.isa;
+  }
+  EXPECT_GE(tried, 2);
+  EXPECT_TRUE(std::signbit(
+      s[std::find_if(x.begin(), x.end(), [](double v) { return v == 0 && std::signbit(v); }) -
+        x.begin()]));  // sin(-0.0) = -0.0
 }

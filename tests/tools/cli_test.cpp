@@ -330,6 +330,25 @@ TEST(Cli, MathChoosesTheVectorFunctions) {
   EXPECT_NE(out.find("--math: glibc not in {kiln,libmvec}"), std::string::npos) << out;
 }
 
+TEST(Cli, KernelsTakingSinAndCosOfOneValueCallTheJointVariant) {
+  // Kiln's math: the vectorized loop of trig-identity's kernel calls the joint sin-and-cos variant
+  // once per vector instead of the two (the same bits:
+  // KilnMath.JointSinCosGivesTheBitsOfSinAndCos). libmvec's math: its two functions (its vector
+  // sincos is slower and gives other bits).
+  auto optimized_ir = [](const std::string& math) {
+    return kt::shell("env KILN_DEBUG=5 KILN_CACHE_DIR= KILN_TARGET_CPU= " + kt::kiln_cli() +
+                         " run trig-identity --size 256 --chunk 128 --device cpu --math " + math +
+                         " 2>&1",
+                     nullptr);
+  };
+  std::string kiln = optimized_ir("kiln"), glibc = optimized_ir("libmvec");
+  EXPECT_NE(kiln.find("call void @_ZGV"), std::string::npos) << kiln.substr(0, 2000);
+  EXPECT_NE(kiln.find("v_kiln_sincos(<"), std::string::npos);
+  EXPECT_EQ(glibc.find("sincos"), std::string::npos);
+  EXPECT_NE(glibc.find("v_sin(<"), std::string::npos);
+  EXPECT_NE(glibc.find("v_cos(<"), std::string::npos);
+}
+
 TEST(Cli, ResidentIsRefusedForTheSolver) {
   int rc = 0;
   std::string out = run("run logistic-gd --resident --size 1000 --chunk 500", &rc);

@@ -263,9 +263,10 @@ KILN_M_EXPORT_ALL(asin)
 KILN_M_EXPORT_ALL(acos)
 KILN_M_EXPORT2_ALL(pow)
 
-// sin and cos of one vector from one evaluation, for the CPU JIT, which joins a kernel's calls of
-// the two variants above on one operand into one call of this (codegen/cpu/jit.cpp): results
-// through pointers (a struct of two vectors would be returned in memory by GCC anyway).
+// sin and cos of one vector in one call, for the CPU JIT, which joins a kernel's calls of the two
+// variants above on one operand into one call of this (join_sincos in
+// codegen/cpu/llvm_printer.cpp); results through pointers (GCC would return a struct of two
+// vectors in memory anyway).
 #define KILN_M_EXPORT_SINCOS(ISA, TARGET, ND, NF, NS)                               \
   extern "C" __attribute__((target(TARGET))) void _ZGV##ISA##N##ND##v_kiln_sincos(  \
       NS::V x, NS::V* s, NS::V* c) {                                                \

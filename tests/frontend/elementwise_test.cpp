@@ -227,6 +227,28 @@ TEST(Elementwise, TranscendentalValuesDoNotDependOnChunkingOrFusion) {
   }
 }
 
+TEST(Elementwise, MathReductionsOverRowsOfAnyLengthAgree) {
+  // CPU kernels whose body calls vector math run a row as a loop over whole groups of 4 vectors
+  // and a vectorized loop over the rest (codegen/cpu: body_loop). Rows of every remainder:
+  // the exact count of sin^2 + cos^2 == 1 is the same whatever the chunking, fused (one kernel
+  // with reductions) or not (sin and cos stored first), and sums along rows match NumPy.
+  NDArray a = kt::random_array(DType::Float64, {40, 1031}, 56, -5, 5);
+  auto count = [](const Array& x) { return (pow(sin(x), 2) + pow(cos(x), 2) == 1).sum(); };
+  ComputeOptions unfused;
+  unfused.fuse = false;
+  int64_t want = compute({count(lazy(a, {40, 1031}))}, unfused)[0].item<int64_t>();
+  EXPECT_GT(want, 0);
+  for (const Shape& chunks :
+       {Shape{40, 1031}, Shape{7, 61}, Shape{40, 250}, Shape{3, 33}, Shape{40, 1000}, Shape{1, 95}})
+    EXPECT_EQ(count(lazy(a, chunks)).compute().item<int64_t>(), want) << shape_str(chunks);
+  auto np = kt::numpy({{"a", a}}, {"(np.sin(a) * np.exp(a / 8)).sum(axis=1)"});
+  for (const Shape& chunks : {Shape{40, 1031}, Shape{7, 61}, Shape{5, 250}}) {
+    Array x = lazy(a, chunks);
+    EXPECT_TRUE(same(compute({(sin(x) * exp(x / 8)).sum({1})})[0], np[0], 1e-12))
+        << shape_str(chunks);
+  }
+}
+
 TEST(Elementwise, FloatRemainderZeroTakesTheDivisorsSign) {
   // np.remainder(-5.0, 2.5) is +0.0 and np.remainder(5.0, -2.5) is -0.0 (found by the fuzzer:
   // 1 / remainder gave -inf where NumPy gives inf).

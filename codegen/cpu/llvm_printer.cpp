@@ -573,8 +573,8 @@ class Printer {
 
   // The vectorized body loop's step in elements where the body calls vector math per element
   // (4 vectors of the narrowest float type it calls them on), else 0. Values hoisted out of the
-  // row (computed once per row) do not count: split without them, logistic regression's kernels
-  // (their exp and log1p are of X @ b, one per row) ran 15% slower.
+  // row (computed once per row, as logistic regression's exp of X @ b) do not count: a split
+  // would only add code there.
   int64_t vector_math_step() const {
     if (mode_.precise) return 0;
     int64_t step = 0;

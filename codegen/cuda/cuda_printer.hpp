@@ -47,7 +47,7 @@ struct Printed {
 // to a negative power.
 // scratch (tree kernels): 256 bytes holding the ticket counter, zero at launch (the last block
 // leaves it zero again, so a launcher zeroes it once), then one partial per block.
-// kiln_math: exp, expm1, log, log1p, tanh from Kiln's own functions (codegen/math), the same
+// kiln_math: the transcendental functions (pow too) from Kiln's own (codegen/math), the same
 // bits as the CPU's (the default); else (KILN_MATH=libmvec, precise math) the device's libm.
 Printed print(const kir::Kernel& k, Flavor flavor, bool kiln_math);
 

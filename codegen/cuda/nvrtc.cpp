@@ -4,6 +4,7 @@
 
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -68,10 +69,14 @@ const Api& api() {
 
 void* open_toolkit_library(const std::string& stem, std::string* why) {
   std::vector<std::string> paths = {stem + ".so.13", stem + ".so.12", stem + ".so"};
+  std::vector<std::string> dirs;
   for (const char* env : {"CUDA_HOME", "CUDA_PATH"})
-    if (const char* h = std::getenv(env))
-      paths.push_back(std::string(h) + "/lib64/" + stem + ".so");
-  paths.push_back("/usr/local/cuda/lib64/" + stem + ".so");
+    if (const char* h = std::getenv(env)) dirs.push_back(h);
+  dirs.push_back("/usr/local/cuda");
+  for (const auto& d : dirs) {
+    std::string p = d + "/lib64/" + stem + ".so";
+    if (std::find(paths.begin(), paths.end(), p) == paths.end()) paths.push_back(p);  // once each
+  }
   for (const auto& p : paths)
     if (void* h = dlopen(p.c_str(), RTLD_NOW | RTLD_LOCAL)) return h;
   if (why) {

@@ -3,9 +3,11 @@
 # device tool; DEVELOPERS.md): build and pack here, run there, read the logs back.
 #
 #   here:   bash scripts/gpu-session.sh pack
-#   there:  run(command="bash scripts/gpu-session.sh run tests", carry=[".device-pack"]), then
-#           run(command="bash scripts/gpu-session.sh run workloads", carry=[".device-pack"])
-#           (two calls: each must end within the device tool's 10 minutes)
+#   there:  run(command="bash scripts/gpu-session.sh run", carry=[".device-pack"], timeout_s=540)
+#           (one call: a session has 15 minutes of device time in all, the machine's start
+#           included; the steps share a budget of KILN_GPU_BUDGET_S seconds, 420 unless set, and
+#           a step that would start past it is skipped and says so in its log, so the call ends
+#           in time to read the logs and rerun a part: `run tests` or `run workloads`)
 #
 # `run` unpacks the programs (the GPU machine has no LLVM or oneTBB), then, with every log under
 # $OUT (the device tool brings it back): the device (nvidia-smi), the whole test suite with
@@ -41,11 +43,18 @@ else
   bin=build/release  # the dry run here
 fi
 export KILN_PYTHON="${KILN_PYTHON:-python3}" KILN_CACHE_DIR="${KILN_CACHE_DIR:-/tmp/kiln-cache}"
+budget="${KILN_GPU_BUDGET_S:-420}"
+# The seconds a step may take: its own limit ($1) or what is left of the budget, if less; 0 when
+# under 10 s are left (the caller skips the step).
+limit() {
+  local left=$((budget - SECONDS))
+  if [ "$left" -lt 10 ]; then echo 0; elif [ "$left" -lt "$1" ]; then echo "$left"; else echo "$1"; fi
+}
 
 {
   date
   nvidia-smi 2>&1 | head -20 || echo "no nvidia-smi"
-  "$bin/kiln" run diamond --size 100 --chunk 50 --device "$device" --json 2>&1 | head -3
+  timeout 60 "$bin/kiln" run diamond --size 100 --chunk 50 --device "$device" --json 2>&1 | head -3
 } >"$out/device.log"
 
 if [ "$phase" = all ] || [ "$phase" = tests ]; then
@@ -53,15 +62,24 @@ if [ "$phase" = all ] || [ "$phase" = tests ]; then
   # 8 shards at once: each kernel is compiled by NVRTC on a fresh machine (0.1-0.3 s each).
   # KILN_GPU_FILTER narrows it (the dry run).
   shards=8
+  t="$(limit 300)"
+  [ "$t" -gt 0 ] || shards=0  # (timeout 0 would mean no limit)
   for i in $(seq 0 $((shards - 1))); do
-    KILN_DEVICE="$device" GTEST_TOTAL_SHARDS=$shards GTEST_SHARD_INDEX=$i timeout 400 \
+    KILN_DEVICE="$device" GTEST_TOTAL_SHARDS=$shards GTEST_SHARD_INDEX=$i timeout "$t" \
       "$bin/kiln_tests" --gtest_brief=1 --gtest_filter="${KILN_GPU_FILTER:-*}" \
       >"$out/tests-$i.log" 2>&1 &
   done
   fails=0
-  for job in $(jobs -p); do wait "$job" || fails=$((fails + 1)); done
+  codes=""
+  for job in $(jobs -p); do
+    wait "$job" || {
+      codes="$codes $?"
+      fails=$((fails + 1))
+    }
+  done
   {
-    echo "kiln_tests: $fails of $shards shards failed"
+    [ "$shards" -gt 0 ] || echo "kiln_tests skipped: the budget of $budget s is spent"
+    echo "kiln_tests: $fails of $shards shards failed, exit codes:${codes:- none} (124: past its $t s)"
     grep -h "FAILED\|Failure" "$out"/tests-*.log | head -100
     tail -n 3 "$out"/tests-*.log
   } >"$out/tests.log"
@@ -82,20 +100,29 @@ fi
 {
   for w in "${workloads[@]}"; do
     echo "== $w"
+    t="$(limit 120)"
+    [ "$t" -gt 0 ] || { echo "skipped: the budget of $budget s is spent"; continue; }
     # shellcheck disable=SC2086
-    timeout 120 "$bin/kiln" run $w --device "$device" --repeat 5 --quiet 2>&1 | tail -12
+    timeout "$t" "$bin/kiln" run $w --device "$device" --repeat 5 --quiet 2>&1 | tail -12
     case "$w" in  # svd makes its data before its timed solver; 2 TB cannot be kept
       svd* | *500000*) continue ;;
     esac
+    t="$(limit 60)"
+    [ "$t" -gt 0 ] || { echo "--resident skipped: the budget of $budget s is spent"; continue; }
     # shellcheck disable=SC2086
-    timeout 60 "$bin/kiln" run $w --device "$device" --repeat 5 --quiet --resident 2>&1 | tail -4
+    timeout "$t" "$bin/kiln" run $w --device "$device" --repeat 5 --quiet --resident 2>&1 | tail -4
   done
   # cuRAND's bulk generator against Kiln's own (random::Engine::Curand): x made whole by
   # curandGenerateNormalDouble / UniformDouble on the device, then the same expression.
-  for w in "${workloads[@]:0:1}" "${workloads[@]:2:2}"; do
+  for w in "${workloads[@]}"; do
+    case "$w" in  # those that generate x (the 2 TB run: the budget)
+      svd* | matmul* | *500000*) continue ;;
+    esac
     echo "== $w --rng curand"
+    t="$(limit 120)"
+    [ "$t" -gt 0 ] || { echo "skipped: the budget of $budget s is spent"; continue; }
     # shellcheck disable=SC2086
-    timeout 120 "$bin/kiln" run $w --device "$device" --repeat 5 --quiet --rng curand 2>&1 |
+    timeout "$t" "$bin/kiln" run $w --device "$device" --repeat 5 --quiet --rng curand 2>&1 |
       tail -4
   done
 } >"$out/workloads.log" 2>&1

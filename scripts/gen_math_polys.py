@@ -5,7 +5,7 @@ double, highest first, with the fit's error in units of the last place of the re
 - S(z) ~ (r - sin r) / r^3, z = r^2, |r| <= pi/2, degree 7 (kiln_m_sin_odd);
 - S4(z) ~ (sin r - r) / r^3 and C4(z) ~ (cos r - 1) / r^2, |r| <= pi/4 (+ 2^-20), degree 6
   (kiln_m_sin_cos_poly: tan, and sin and cos beyond 2^20);
-- A(t) ~ (asin s - s) / (s t), t = s^2, s <= 1/2, degree 13 (kiln_m_asin_parts);
+- A(t) ~ (asin s - s) / (s t), t = s^2, s <= 1/2, degree 12 (kiln_m_asin_parts);
 - Q(r) ~ (e^r - 1 - r) / r^2, |r| <= ln 2 / 2 (+ 2^-20), degree 10 (kiln_m_expm1_small: exp,
   expm1, tanh, pow);
 - L(z) ~ (atanh(s) / s - 1) / z, z = s^2, |s| <= (sqrt 2 - 1) / (sqrt 2 + 1) (+ 2^-20), degree 7
@@ -62,7 +62,7 @@ fit("S", S, (mp.pi / 2) ** 2, 8, (mp.pi / 2) ** 3)  # of sin near 1
 quarter = (mp.pi / 4 * (1 + mp.mpf(2) ** -20)) ** 2
 fit("S4", S4, quarter, 7, (mp.pi / 4) ** 3 / mp.sin(mp.pi / 4))  # of sin(pi/4)
 fit("C4", C4, quarter, 7, (mp.pi / 4) ** 2 / mp.cos(mp.pi / 4))  # of cos(pi/4)
-fit("A", A, mp.mpf(1) / 4, 14, mp.mpf(1) / 8 / mp.asin(mp.mpf(1) / 2))  # of asin(1/2)
+fit("A", A, mp.mpf(1) / 4, 13, mp.mpf(1) / 8 / mp.asin(mp.mpf(1) / 2))  # of asin(1/2)
 
 
 def interpolate(name, f, lo, hi, degree, scale):

@@ -8,7 +8,7 @@ double, highest first, with the fit's error in units of the last place of the re
 - A(t) ~ (asin s - s) / (s t), t = s^2, s <= 1/2, degree 12 (kiln_m_asin_parts);
 - Q(r) ~ (e^r - 1 - r) / r^2, |r| <= ln 2 / 2 (+ 2^-20), degree 10 (kiln_m_expm1_small: exp,
   expm1, tanh, pow);
-- L(z) ~ (atanh(s) / s - 1) / z, z = s^2, |s| <= (sqrt 2 - 1) / (sqrt 2 + 1) (+ 2^-20), degree 7
+- L(z) ~ (atanh(s) / s - 1) / z, z = s^2, |s| <= (sqrt 2 - 1) / (sqrt 2 + 1) (+ 2^-20), degree 6
   (kiln_m_log_core: log, log1p);
 - T(z) ~ (atan u - u) / u^3, z = u^2, |u| <= tan(pi/8) (+ 2^-20), degree 10 (kiln_m_atan);
 - N(z) / D(z) ~ (tan r - r) / r^3, z = r^2, the [3/4] Pade approximant from the Taylor series,
@@ -113,7 +113,7 @@ grow = 1 + mp.mpf(2) ** -20
 h = mp.log(2) / 2 * grow
 interpolate("Q", Q, -h, h, 10, h**2)  # of e^r near 1
 smax = (mp.sqrt(2) - 1) / (mp.sqrt(2) + 1) * grow
-interpolate("L", L, 0, smax**2, 7, smax**2)  # relative to log m ~ 2s
+interpolate("L", L, 0, smax**2, 6, smax**2)  # relative to log m ~ 2s
 interpolate("T", T, 0, (mp.tan(mp.pi / 8) * grow) ** 2, 10, mp.tan(mp.pi / 8) ** 2)  # relative to u
 
 

@@ -40,7 +40,7 @@ struct Fn {
   long double (*ref)(long double);
   double lo, hi;    // the arguments tried: |x| spread log-uniformly over [lo, hi], both signs
   double clo, chi;  // and x uniform over [clo, chi], where the error peaks
-  double max_ulps;  // the bound docs/KERNEL_IR.md §7.1 states
+  double max_ulps;  // its bound (docs/KERNEL_IR.md §7.1 gives the largest error measured)
 };
 
 #define KILN_REF(f) [](long double x) { return f(x); }

@@ -33,6 +33,16 @@ double ulps(double got, long double want) {
   return static_cast<double>(std::fabs(static_cast<long double>(got) - want) / ulp);
 }
 
+// How many elements of got differ from want in their bits (NaNs of any payload are equal).
+template <class T>
+size_t differing(const std::vector<T>& got, const std::vector<T>& want) {
+  size_t n = 0;  // which NaN is not specified (docs/KERNEL_IR.md)
+  for (size_t i = 0; i < got.size(); ++i)
+    n += std::memcmp(&got[i], &want[i], sizeof(T)) != 0 &&
+         !(std::isnan(got[i]) && std::isnan(want[i]));
+  return n;
+}
+
 struct Fn {
   const char* name;
   vm::MathFn fn;
@@ -184,11 +194,7 @@ TEST(KilnMath, EveryVectorIsaGivesTheScalarBits) {
       ++tried;
       vm::MathMode m{false, s.isa, s.lanes, true};
       vm::apply(f.fn, m, x.data(), nullptr, got.data(), int64_t(x.size()));
-      size_t differ = 0;  // which NaN is not specified (docs/KERNEL_IR.md)
-      for (size_t i = 0; i < x.size(); ++i)
-        differ += std::memcmp(&got[i], &want[i], sizeof(double)) != 0 &&
-                  !(std::isnan(got[i]) && std::isnan(want[i]));
-      EXPECT_EQ(differ, 0u) << f.name << " on ISA " << s.isa;
+      EXPECT_EQ(differing(got, want), 0u) << f.name << " on ISA " << s.isa;
       // float32: computed in double, rounded once.
       vm::apply(f.fn, m, xf.data(), nullptr, gotf.data(), int64_t(x.size()));
       size_t bad = 0;
@@ -284,11 +290,7 @@ TEST(KilnMath, PowGivesTheScalarBitsOnEveryVectorIsa) {
     ++tried;
     vm::MathMode m{false, isa, lanes, true};
     vm::apply(vm::MathFn::Pow, m, x.data(), y.data(), got.data(), int64_t(x.size()));
-    size_t differ = 0;
-    for (size_t i = 0; i < x.size(); ++i)
-      differ += std::memcmp(&got[i], &want[i], sizeof(double)) != 0 &&
-                !(std::isnan(got[i]) && std::isnan(want[i]));
-    EXPECT_EQ(differ, 0u) << "pow on ISA " << isa;
+    EXPECT_EQ(differing(got, want), 0u) << "pow on ISA " << isa;
   }
   EXPECT_GE(tried, 2);
 }
@@ -327,15 +329,6 @@ KILN_JOINT(joint_bf, "sse4.2", f4, float, 4, _ZGVbN4v_kiln_sincosf)
 KILN_JOINT(joint_df, "avx2,fma", f8, float, 8, _ZGVdN8v_kiln_sincosf)
 KILN_JOINT(joint_ef, "avx512f", f16, float, 16, _ZGVeN16v_kiln_sincosf)
 #undef KILN_JOINT
-
-template <class T>
-size_t differing(const std::vector<T>& got, const std::vector<T>& want) {
-  size_t n = 0;  // which NaN is not specified (docs/KERNEL_IR.md)
-  for (size_t i = 0; i < got.size(); ++i)
-    n += std::memcmp(&got[i], &want[i], sizeof(T)) != 0 &&
-         !(std::isnan(got[i]) && std::isnan(want[i]));
-  return n;
-}
 
 }  // namespace
 

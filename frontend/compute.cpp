@@ -1,8 +1,8 @@
 // compute(): template the graph, find or build its plan, run it, wrap the results.
 #include <chrono>
-#include <fstream>
 #include <map>
 #include <mutex>
+#include <sstream>
 #include <thread>
 
 #include "codegen/backend.hpp"
@@ -12,6 +12,7 @@
 #include "passes/pipeline.hpp"
 #include "runtime/execute.hpp"
 #include "runtime/memory.hpp"
+#include "support/files.hpp"
 #include "support/flags.hpp"
 
 namespace kiln {
@@ -107,10 +108,9 @@ std::vector<NDArray> compute(const std::vector<Array>& arrays, const ComputeOpti
     po.dump = opt.ir;
     FusedGraph fused = run_pipeline(tmpl, po);
     if (!opt.dot_file.empty()) {
-      std::ofstream f(opt.dot_file);
-      write_dot(f, fused);
-      f.close();  // flushes: a full device fails here
-      if (!f) throw Error("compute: cannot write the DOT file '" + opt.dot_file + "'");
+      std::ostringstream dot;
+      write_dot(dot, fused);
+      files::write(opt.dot_file, dot.str(), "compute: cannot write the DOT file");
     }
     std::shared_ptr<const Plan> built = build_plan(std::move(fused), device, opt.kernels);
     if (opt.ir) *opt.ir << storage_summary(*built);
@@ -147,10 +147,9 @@ std::vector<NDArray> compute(const std::vector<Array>& arrays, const ComputeOpti
                 std::to_string(ro.devices));
   RunResult res = execute(*plan, params, ro);
   if (trace) {
-    std::ofstream f(opt.trace_file);
-    trace->write_chrome_json(f);
-    f.close();  // flushes: a full device fails here
-    if (!f) throw Error("compute: cannot write the trace file '" + opt.trace_file + "'");
+    std::ostringstream json;
+    trace->write_chrome_json(json);
+    files::write(opt.trace_file, json.str(), "compute: cannot write the trace file");
   }
   auto after = be.stats();
 

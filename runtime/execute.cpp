@@ -1,5 +1,6 @@
 #include "runtime/execute.hpp"
 
+#include <tbb/global_control.h>
 #include <tbb/task_arena.h>
 #include <tbb/task_group.h>
 
@@ -43,7 +44,17 @@ constexpr bool kUseTbb = true;
 tbb::task_arena& arena_for(int threads) {
   static std::mutex mu;
   static auto* arenas = new std::map<int, std::unique_ptr<tbb::task_arena>>();  // never freed
+  static tbb::global_control* allowed = nullptr;  // never freed, like the arenas
   std::lock_guard<std::mutex> lock(mu);
+  // oneTBB caps its workers at the hardware's threads: a request for more (oversubscription, on
+  // purpose) raises the cap, or the arena would run with fewer threads than asked and oneTBB
+  // print a warning. The new cap is made before the old one goes (the smallest active one wins).
+  const auto cap = tbb::global_control::max_allowed_parallelism;
+  if (static_cast<size_t>(threads) > tbb::global_control::active_value(cap)) {
+    auto* raised = new tbb::global_control(cap, static_cast<size_t>(threads));
+    delete allowed;
+    allowed = raised;
+  }
   auto& a = (*arenas)[threads];
   if (!a) a = std::make_unique<tbb::task_arena>(threads);
   return *a;

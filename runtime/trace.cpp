@@ -24,8 +24,7 @@ void Trace::write_chrome_json(std::ostream& os) const {
   for (const auto& e : events_) max_worker = std::max(max_worker, e.worker);
   for (int w = 0; w <= max_worker; ++w) {
     os << (first ? "" : ",\n") << "{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":1,\"tid\":" << w
-       << ",\"args\":{\"name\":\"" << (w == 0 && max_worker == 0 ? "worker 0" : "worker ") << w
-       << "\"}}";
+       << ",\"args\":{\"name\":\"worker " << w << "\"}}";
     first = false;
   }
   char buf[64];

@@ -9,7 +9,7 @@ pkgs=(
   cmake ninja-build ccache g++ clang-format
   llvm-19-dev clang-19
   libopenblas-dev liblapacke-dev libboost-graph-dev libtbb-dev
-  libfmt-dev libcli11-dev nlohmann-json3-dev libdlpack-dev
+  libfmt-dev libcli11-dev nlohmann-json3-dev libdlpack-dev libxxhash-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   python3-numpy python3-venv
 )

@@ -1,10 +1,12 @@
 // Kiln's switches, one registry: each has an environment variable, and tools/kiln sets the same
-// fields from its command line. Read once, on first use.
+// fields from its command line. Read once, on first use, strictly: booleans are 0/1, true/false,
+// yes/no or on/off, numbers are range-checked, an empty value is unset, and anything else is a
+// kiln::Error naming the variable (support/flags.cpp).
 //
 // | variable          | field        | meaning                                                   |
 // | KILN_DEBUG=N      | debug        | 1 pass timings, 2 IR after each pass, 3 kernel IR,        |
 // |                   |              | 4 LLVM IR, 5 optimized LLVM IR (all on stderr)            |
-// | KILN_THREADS=N    | threads      | worker threads (default: all cores)                       |
+// | KILN_THREADS=N    | threads      | worker threads, up to 256 (default: all cores)            |
 // | KILN_NO_FUSE=1    | no_fuse      | every op its own kernel and task (push_slices still runs) |
 // | KILN_NO_ROW_FUSION=1 | no_row_fusion | a reduction along rows stays its own kernel  |
 // |                   |              | instead of joining the kernel that reads it row by row    |
@@ -37,7 +39,8 @@
 // |                   |              | for these architectures ("80,90"); a failure is an error  |
 // | KILN_EMU_CXX=C    | emu_cxx      | the host compiler cuda-emu runs (default c++)             |
 // | KILN_CACHE_DIR=D  | cache_dir    | on-disk kernel object cache ("" disables; default         |
-// |                   |              | $XDG_CACHE_HOME/kiln or ~/.cache/kiln)                    |
+// |                   |              | $XDG_CACHE_HOME/kiln when absolute, or ~/.cache/kiln;     |
+// |                   |              | support/cache.hpp)                                        |
 #pragma once
 #include <cstdint>
 #include <string>

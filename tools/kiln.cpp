@@ -7,13 +7,16 @@
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
 #include <iostream>
 #include <sstream>
+#include <thread>
 
 #include "kiln/kiln.hpp"
+#include "support/cache.hpp"
+#include "support/files.hpp"
 #include "support/flags.hpp"
 #include "tools/report.hpp"
 #include "tools/workloads.hpp"
@@ -22,7 +25,8 @@ namespace {
 
 // Limits of the numeric options: sizes and chunks keep N x N within the 2^62 elements Kiln
 // indexes.
-constexpr int64_t kMaxExtent = 2147483647, kMaxThreads = 1024, kMaxRepeat = 1000000;
+// Threads stop at 256, as KILN_THREADS does (more than the cores is oversubscription, allowed).
+constexpr int64_t kMaxExtent = 2147483647, kMaxThreads = 256, kMaxRepeat = 1000000;
 
 struct RunOptions {
   int64_t size = 0, chunk = 0;          // 0: the workload's default
@@ -76,6 +80,28 @@ CLI::Validator int_in(int64_t lo, int64_t hi) {
         return "expected an integer in " + range + ", got '" + s + "'";
       },
       "INT in " + range);
+}
+
+// A CLI11 check: a finite number greater than 0 (CLI::PositiveNumber lets nan through and prints
+// the largest double in its message).
+CLI::Validator positive_finite() {
+  return CLI::Validator(
+      [](std::string& s) -> std::string {
+        double v = 0;
+        auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+        if (ec == std::errc() && end == s.data() + s.size() && std::isfinite(v) && v > 0) return "";
+        return "expected a finite number greater than 0, got '" + s + "'";
+      },
+      "NUMBER > 0");
+}
+
+// A CLI11 check: a file name, not an empty string (which would silently write nothing).
+CLI::Validator file_name() {
+  return CLI::Validator(
+      [](std::string& s) -> std::string {
+        return s.empty() ? "expected a file name, got an empty string" : "";
+      },
+      "FILE");
 }
 
 // The process's peak resident set (the whole process, not only Kiln's block allocations).
@@ -218,10 +244,16 @@ nlohmann::json to_json(const kiln::workloads::Workload& w, const RunOptions& o, 
     j["penalty"] = o.penalty.empty() ? "default" : o.penalty;
     if (!o.input.empty()) j["input"] = o.input;
   }
-  j["threads"] = o.threads;
-  j["fused"] = !o.no_fuse;
-  j["row_fusion"] = !o.no_row_fusion;
-  j["push_slices"] = !o.no_push_slices;
+  // What ran: the command line's switches and the environment's (KILN_NO_FUSE, KILN_THREADS, ...).
+  const kiln::Flags& f = kiln::flags();
+  const bool fused = !o.no_fuse && !f.no_fuse;
+  j["threads"] = o.threads > 0 ? o.threads
+                 : f.threads > 0
+                     ? f.threads
+                     : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  j["fused"] = fused;
+  j["row_fusion"] = fused && !o.no_row_fusion && !f.no_row_fusion;
+  j["push_slices"] = !o.no_push_slices && !f.no_push_slices;
   j["resident"] = o.resident;
   j["rng"] = o.curand ? "curand" : "kiln";
   j["math"] = kiln::flags().precise_math        ? "precise"
@@ -232,6 +264,7 @@ nlohmann::json to_json(const kiln::workloads::Workload& w, const RunOptions& o, 
   j["seconds"] = r.seconds;
   if (w.flops) j["gflops"] = w.flops(size_of(w, o)) / r.seconds / 1e9;
   j["compile_seconds"] = r.compile_seconds;
+  j["cache_rejected"] = kiln::cache::rejected();
   j["tasks"] = r.tasks;
   if (w.solve) j["computes"] = r.computes;
   j["kernels"] = r.kernels;
@@ -284,17 +317,13 @@ void cmd_list() {
 }
 
 void cmd_report(const std::string& trace_in, std::string svg_out) {
-  std::ifstream in(trace_in);
-  if (!in) throw kiln::Error("kiln report: cannot read '" + trace_in + "'");
-  std::stringstream text;
-  text << in.rdbuf();
-  kiln::report::Summary s;
-  std::string svg = kiln::report::render_svg(text.str(), &s);
   if (svg_out.empty()) svg_out = trace_in + ".svg";
-  std::ofstream out(svg_out);
-  out << svg;
-  out.close();
-  if (!out) throw kiln::Error("kiln report: cannot write '" + svg_out + "'");
+  if (svg_out == trace_in || kiln::files::same_file(svg_out, trace_in))
+    throw kiln::Error("kiln report: the output '" + svg_out + "' is the trace being read");
+  std::string text = kiln::report::read_trace(trace_in);
+  kiln::report::Summary s;
+  std::string svg = kiln::report::render_svg(text, &s);
+  kiln::files::write(svg_out, svg, "kiln report: cannot write");
   std::printf("%s: %lld tasks on %d workers over %.3f ms, workers busy %.0f%%\n", svg_out.c_str(),
               static_cast<long long>(s.tasks), s.workers, s.span_us / 1000, 100 * s.busy_fraction);
 }
@@ -302,6 +331,9 @@ void cmd_report(const std::string& trace_in, std::string svg_out) {
 void cmd_run(const std::string& name, const RunOptions& given) {
   const auto& w = kiln::workloads::find(name);
   RunOptions opt = given;
+  if (!opt.dot.empty() && (opt.dot == opt.trace || kiln::files::same_file(opt.dot, opt.trace)))
+    throw kiln::Error("kiln run: --emit-dot and --trace name the same file '" + opt.dot +
+                      "'; give each its own");
   if (!opt.input.empty() && w.model) {  // the problem's size is X.npy's
     if (opt.size > 0 || opt.cols > 0)
       throw kiln::Error("kiln run: --rows and --cols come from --input's X.npy");
@@ -312,7 +344,8 @@ void cmd_run(const std::string& name, const RunOptions& given) {
     opt.size = x.shape()[0];
     opt.cols = x.shape()[1];
   }
-  Outcome r = run_workload(w, opt, opt.emit_ir ? &std::cout : nullptr);
+  // With --json, standard output is JSON only: the IR goes to standard error.
+  Outcome r = run_workload(w, opt, opt.emit_ir ? (opt.json ? &std::cerr : &std::cout) : nullptr);
   if (opt.json)
     std::cout << to_json(w, opt, r).dump() << "\n";
   else
@@ -379,7 +412,7 @@ int kiln_main(int argc, char** argv) {
       ->check(CLI::ExistingDirectory);
   run->add_option("--max-iter", opt.max_iter, "glm: the solver's iteration limit")
       ->check(int_in(1, kMaxRepeat));
-  run->add_option("--tol", opt.tol, "glm: the solver's tolerance")->check(CLI::PositiveNumber);
+  run->add_option("--tol", opt.tol, "glm: the solver's tolerance")->check(positive_finite());
   run->add_option("--chunk", opt.chunk, "C (blocks are C x C)")->check(int_in(1, kMaxExtent));
   run->add_option("--threads", opt.threads, "worker threads (default: all cores)")
       ->check(int_in(1, kMaxThreads));
@@ -390,8 +423,11 @@ int kiln_main(int argc, char** argv) {
                 "a reduction along rows stays its own kernel (not the row stage of its reader)");
   run->add_flag("--no-push-slices", opt.no_push_slices,
                 "views stay where they are built (generators make every element)");
-  run->add_flag("--emit-ir", opt.emit_ir, "print the IR after each pass and the fusion summary");
-  run->add_option("--emit-dot", opt.dot, "write the fused graph as Graphviz DOT");
+  run->add_flag("--emit-ir", opt.emit_ir,
+                "print the IR after each pass and the fusion summary (on standard error with "
+                "--json)");
+  run->add_option("--emit-dot", opt.dot, "write the fused graph as Graphviz DOT")
+      ->check(file_name());
   run->add_flag("--resident", opt.resident,
                 "compute x once before timing (kept in memory), then time the expression over "
                 "it; not for logistic-gd, whose data are made before its solver anyway");
@@ -403,7 +439,8 @@ int kiln_main(int argc, char** argv) {
                   "host generator elsewhere, which is slow)")
       ->check(CLI::IsMember({"kiln", "curand"}))
       ->each([&](const std::string& v) { opt.curand = v == "curand"; });
-  run->add_option("--trace", opt.trace, "write the task stream (Chrome trace format, Perfetto)");
+  run->add_option("--trace", opt.trace, "write the task stream (Chrome trace format, Perfetto)")
+      ->check(file_name());
   run->add_flag("--quiet", opt.quiet, "no progress bar");
   run->add_option("--math", kiln::flags().math,
                   "kiln (the default: Kiln's own vector functions, the same bits on every CPU and "
@@ -434,7 +471,8 @@ int kiln_main(int argc, char** argv) {
   auto* report = app.add_subcommand("report", "render a --trace file as an SVG task stream");
   std::string trace_in, svg_out;
   report->add_option("trace", trace_in, "trace file written by kiln run --trace")->required();
-  report->add_option("-o,--output", svg_out, "SVG file (default: TRACE with .svg)");
+  report->add_option("-o,--output", svg_out, "SVG file (default: TRACE with .svg)")
+      ->check(file_name());
   auto* seeds = app.add_subcommand("seeds", "run the seed workloads with fusion on and off");
   int seeds_repeat = 3;
   bool seeds_quick = false;

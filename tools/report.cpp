@@ -1,11 +1,17 @@
 #include "tools/report.hpp"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <map>
 #include <sstream>
 
@@ -31,11 +37,42 @@ using nlohmann::json;
 // Times and durations are microseconds; beyond 1e15 (31 years) a trace is not one of Kiln's.
 constexpr double kMaxMicros = 1e15;
 
+// At most about `limit` characters of `v` as JSON (ASCII, invalid UTF-8 replaced), for error
+// messages: never the whole of a large or deeply nested value.
+void preview(const json& v, size_t limit, std::string* out) {
+  if (out->size() > limit) return;
+  if (v.is_array() || v.is_object()) {
+    const bool array = v.is_array();
+    *out += array ? '[' : '{';
+    bool first = true;
+    for (auto it = v.begin(); it != v.end() && out->size() <= limit; ++it) {
+      if (!first) *out += ',';
+      first = false;
+      if (!array) {
+        preview(json(it.key().substr(0, limit)), limit, out);
+        *out += ':';
+      }
+      preview(*it, limit, out);
+    }
+    *out += array ? ']' : '}';
+    return;
+  }
+  const json shown = v.is_string() ? json(v.get_ref<const std::string&>().substr(0, limit)) : v;
+  *out += shown.dump(-1, ' ', true, json::error_handler_t::replace);
+}
+
+std::string preview(const json* v) {
+  if (!v) return "nothing";
+  constexpr size_t kShown = 40;
+  std::string text;
+  preview(*v, kShown, &text);
+  if (text.size() > kShown) text = text.substr(0, kShown - 3) + "...";
+  return text;
+}
+
 [[noreturn]] void bad_field(const std::string& field, const std::string& expected,
                             const json* got) {
-  std::string text = got ? got->dump() : "nothing";
-  if (text.size() > 40) text = text.substr(0, 37) + "...";
-  throw Error("kiln report: " + field + ": expected " + expected + ", got " + text);
+  throw Error("kiln report: " + field + ": expected " + expected + ", got " + preview(got));
 }
 
 const json* find(const json& object, const char* key) {
@@ -105,6 +142,8 @@ std::vector<Bar> read_events(const json& events, std::map<int64_t, int>* lanes) 
   return bars;
 }
 
+// Text for an SVG (XML 1.0) element: markup characters escaped, and the control characters XML
+// forbids (a JSON string may hold any, as "\u0001") shown as U+FFFD.
 std::string esc(const std::string& s) {
   std::string o;
   for (char c : s) {
@@ -114,6 +153,8 @@ std::string esc(const std::string& s) {
       o += "&gt;";
     else if (c == '&')
       o += "&amp;";
+    else if (static_cast<unsigned char>(c) < 0x20 && c != '\t' && c != '\n' && c != '\r')
+      o += "\xef\xbf\xbd";
     else
       o += c;
   }
@@ -140,12 +181,88 @@ double busy_micros(const std::vector<Bar>& bars) {
 
 }  // namespace
 
+std::string read_trace(const std::string& path) {
+  auto fail = [&](const std::string& why) -> void {
+    throw Error("kiln report: cannot read the trace '" + path + "': " + why);
+  };
+  const std::string too_large = "larger than " + std::to_string(kMaxTraceBytes) +
+                                " bytes (1 GiB), the most kiln report reads";
+  // Checked before opening: opening a FIFO for reading waits for a writer, and a device may do
+  // anything on open. The descriptor is checked again (the path may have changed in between).
+  auto check = [&](const struct stat& st) {
+    if (S_ISDIR(st.st_mode)) fail("it is a directory, not a trace file");
+    if (!S_ISREG(st.st_mode)) fail("not a regular file (a FIFO, socket or device)");
+    if (static_cast<uint64_t>(st.st_size) > kMaxTraceBytes)
+      fail("the file is " + std::to_string(st.st_size) + " bytes, " + too_large);
+  };
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) fail(std::strerror(errno));
+  check(st);
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+  if (fd < 0) fail(std::strerror(errno));
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+  } closer{fd};
+  if (::fstat(fd, &st) != 0) fail(std::strerror(errno));
+  check(st);
+  // Read to the end of the file, which may hold more than st_size said (it grew, or it is a
+  // /proc file that reports size 0), but never more than the cap.
+  std::string text;
+  text.resize(static_cast<size_t>(std::max<off_t>(st.st_size, 0)) + 1);
+  size_t got = 0;
+  for (;;) {
+    if (got == text.size()) {
+      if (got > kMaxTraceBytes) fail(too_large);
+      text.resize(std::min<uint64_t>(std::max<size_t>(2 * got, 4096), kMaxTraceBytes + 1));
+    }
+    const ssize_t n = ::read(fd, &text[got], text.size() - got);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      fail(std::strerror(errno));
+    }
+    if (n == 0) break;
+    got += static_cast<size_t>(n);
+  }
+  if (got > kMaxTraceBytes) fail(too_large);
+  text.resize(got);
+  return text;
+}
+
 std::string render_svg(const std::string& text, Summary* summary) {
-  nlohmann::json j;
+  if (text.size() > kMaxTraceBytes)
+    throw Error("kiln report: the trace is " + std::to_string(text.size()) +
+                " bytes, larger than " + std::to_string(kMaxTraceBytes) +
+                " bytes (1 GiB), the most kiln report reads");
+  // nlohmann's parser is not recursive, but deeply nested values are useless in a trace and
+  // costly elsewhere: refuse them while parsing.
+  json::parser_callback_t limit_depth = [](int depth, json::parse_event_t event, json&) {
+    if ((event == json::parse_event_t::object_start || event == json::parse_event_t::array_start) &&
+        depth >= kMaxTraceDepth)
+      throw Error("kiln report: the trace nests arrays and objects more than " +
+                  std::to_string(kMaxTraceDepth) + " deep; a Kiln trace nests 4 deep");
+    return true;
+  };
+  json j;
   try {
-    j = nlohmann::json::parse(text);
+    j = json::parse(text, limit_depth);
+  } catch (const Error&) {
+    throw;
   } catch (const std::exception& e) {
-    throw Error(std::string("kiln report: the trace is not valid JSON: ") + e.what());
+    // The parser's message quotes the token it stopped in, which may be huge.
+    std::string why;
+    for (const char* p = e.what(); *p != '\0' && why.size() < 300; ++p) {
+      const unsigned char c = static_cast<unsigned char>(*p);
+      if (c >= 0x20 && c < 0x7f) {
+        why += static_cast<char>(c);
+      } else {
+        char hex[8];
+        std::snprintf(hex, sizeof hex, "\\x%02x", c);
+        why += hex;
+      }
+    }
+    if (why.size() >= 300) why += "...";
+    throw Error("kiln report: the trace is not valid JSON: " + why);
   }
   if (!j.is_object() || !j.contains("traceEvents") || !j["traceEvents"].is_array())
     throw Error("kiln report: expected a Chrome trace object with a \"traceEvents\" array");
@@ -184,9 +301,11 @@ std::string render_svg(const std::string& text, Summary* summary) {
       int k = static_cast<int>(color.size());
       color[b.name] = k;
     }
-  const int width = 1200, left = 90, right = 20, top = 40, row_h = 28, legend_h = 22;
-  int rows = workers + (has_compile ? 1 : 0);
-  int height = top + rows * row_h + 30 + legend_h * ((static_cast<int>(color.size()) + 3) / 4);
+  // 64-bit: a trace of tens of millions of lanes or kernel names would overflow int heights.
+  const int64_t width = 1200, left = 90, right = 20, top = 40, row_h = 28, legend_h = 22;
+  const int64_t rows = workers + (has_compile ? 1 : 0);
+  const int64_t height =
+      top + rows * row_h + 30 + legend_h * ((static_cast<int64_t>(color.size()) + 3) / 4);
   double scale = (width - left - right) / std::max(t_max - t_min, 1e-9);
   std::ostringstream os;
   char buf[256];
@@ -199,8 +318,8 @@ std::string render_svg(const std::string& text, Summary* summary) {
   os << "<text x=\"" << left << "\" y=\"20\" font-size=\"14\">" << buf << "</text>\n";
   std::vector<int64_t> tid_of(workers);
   for (const auto& [tid, r] : lanes) tid_of[r] = tid;
-  for (int r = 0; r < rows; ++r) {
-    int y = top + r * row_h;
+  for (int64_t r = 0; r < rows; ++r) {
+    const int64_t y = top + r * row_h;
     os << "<text x=\"8\" y=\"" << y + 18 << "\">"
        << (r < workers ? "worker " + std::to_string(tid_of[r]) : std::string("compile"))
        << "</text>\n";
@@ -210,21 +329,21 @@ std::string render_svg(const std::string& text, Summary* summary) {
   for (const auto& b : bars) {
     double x = left + (b.start - t_min) * scale;
     double w = std::max(b.dur * scale, 0.5);
-    int y = top + b.row * row_h + 3;
+    const long long y = top + b.row * row_h + 3;
     std::snprintf(buf, sizeof buf,
-                  "<rect x=\"%.2f\" y=\"%d\" width=\"%.2f\" height=\"%d\" fill=\"%s\">", x, y, w,
-                  row_h - 6, kPalette[color[b.name] % 10]);
+                  "<rect x=\"%.2f\" y=\"%lld\" width=\"%.2f\" height=\"%lld\" fill=\"%s\">", x, y,
+                  w, static_cast<long long>(row_h - 6), kPalette[color[b.name] % 10]);
     os << buf << "<title>" << esc(b.name) << " block " << b.block << ", " << b.dur << " us"
        << "</title></rect>\n";
   }
-  int axis_y = top + rows * row_h + 14;
+  const int64_t axis_y = top + rows * row_h + 14;
   std::snprintf(buf, sizeof buf, "0 ms");
   os << "<text x=\"" << left << "\" y=\"" << axis_y << "\">" << buf << "</text>\n";
   std::snprintf(buf, sizeof buf, "%.3f ms", (t_max - t_min) / 1000);
   os << "<text x=\"" << width - right - 70 << "\" y=\"" << axis_y << "\">" << buf << "</text>\n";
-  int k = 0;
+  int64_t k = 0;
   for (const auto& [name, c] : color) {
-    int x = left + (k % 4) * 270, y = axis_y + 10 + (k / 4) * legend_h;
+    const int64_t x = left + (k % 4) * 270, y = axis_y + 10 + (k / 4) * legend_h;
     os << "<rect x=\"" << x << "\" y=\"" << y << "\" width=\"14\" height=\"14\" fill=\""
        << kPalette[c % 10] << "\"/><text x=\"" << x + 20 << "\" y=\"" << y + 12 << "\">"
        << esc(name) << "</text>\n";

@@ -21,8 +21,6 @@
 #include <chrono>
 #include <cstdio>
 #include <deque>
-#include <filesystem>
-#include <fstream>
 #include <mutex>
 #include <sstream>
 #include <unordered_map>
@@ -30,6 +28,7 @@
 #include "codegen/cpu/llvm_printer.hpp"
 #include "codegen/kernel_support.hpp"
 #include "codegen/math/kiln_math.hpp"
+#include "support/cache.hpp"
 #include "support/error.hpp"
 #include "support/flags.hpp"
 #include "support/hash.hpp"
@@ -65,14 +64,14 @@ class Jit {
     char name[40];
     std::snprintf(name, sizeof name, "kiln_k_%016llx", static_cast<unsigned long long>(key));
     auto t0 = std::chrono::steady_clock::now();
-    std::string cache_file = cache_path(key);
+    // The disk cache's key: everything the object depends on (kernel IR, math mode, target CPU
+    // and features, LLVM, printer and Kiln math versions), not only the 64-bit name's hash.
+    cache::Key disk_key = cache::key_of("cpu-object\n" + target_id_ + "\n" + text);
+    std::string cache_file = dumps ? "" : cache::path_of("k", disk_key, ".o");
     std::unique_ptr<llvm::MemoryBuffer> obj;
-    if (!dumps && !cache_file.empty()) {
-      auto buf = llvm::MemoryBuffer::getFile(cache_file);
-      if (buf) {
-        obj = std::move(*buf);
-        ++stats_.disk_hits;
-      }
+    if (auto payload = cache::load(cache_file, cache::Kind::CpuObject, disk_key)) {
+      obj = llvm::MemoryBuffer::getMemBufferCopy(*payload, name);
+      ++stats_.disk_hits;
     }
     if (!obj) {
       if (flags().no_compile)
@@ -80,7 +79,8 @@ class Jit {
                     " needs compiling but KILN_NO_COMPILE is set");
       obj = build_object(k, name, dumps, mode);
       ++stats_.compiled;
-      if (!cache_file.empty()) write_cache(cache_file, *obj);
+      cache::store(cache_file, cache::Kind::CpuObject, disk_key,
+                   {obj->getBufferStart(), obj->getBufferSize()});
     }
     if (it != fns_.end()) return it->second;  // dumps requested for a loaded kernel
     if (auto err = jit_->addObjectFile(std::move(obj)))
@@ -177,6 +177,11 @@ class Jit {
     auto tm = jtmb.createTargetMachine();
     if (!tm)
       throw Error("compile: no LLVM target machine for " + cpu + ": " + toString(tm.takeError()));
+    // A 32-bit CPU (i386, pentium4, lakemont, ...) cannot run x86-64 code: LLVM would abort.
+    if (!(*tm)->getMCSubtargetInfo()->checkFeatures("+64bit"))
+      throw Error("compile: KILN_TARGET_CPU '" + cpu +
+                  "' is a 32-bit CPU; kernels are x86-64 code (for example x86-64-v2, "
+                  "x86-64-v3, znver3)");
     std::string names;
     for (const auto& f : llvm::sys::getHostCPUFeatures())
       if (!f.getValue() && (*tm)->getMCSubtargetInfo()->checkFeatures("+" + f.getKey().str()))
@@ -244,32 +249,6 @@ class Jit {
     pb.crossRegisterProxies(lam, fam, cgam, mam);
     auto mpm = pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3);
     mpm.run(m, mam);
-  }
-
-  std::string cache_path(uint64_t key) {
-    const std::string& dir = flags().cache_dir;
-    if (dir.empty()) return "";
-    uint64_t h = key;
-    for (unsigned char c : target_id_) h = h * 1099511628211ULL ^ c;
-    char file[64];
-    std::snprintf(file, sizeof file, "/k%016llx.o", static_cast<unsigned long long>(h));
-    return dir + file;
-  }
-
-  void write_cache(const std::string& path, const llvm::MemoryBuffer& obj) {
-    std::error_code ec;
-    std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ec);
-    std::string tmp = path + ".tmp" + std::to_string(reinterpret_cast<uintptr_t>(&obj));
-    {
-      std::ofstream f(tmp, std::ios::binary);
-      if (!f) return;  // a read-only cache is not an error
-      f.write(obj.getBufferStart(), static_cast<std::streamsize>(obj.getBufferSize()));
-      if (!f) {
-        std::filesystem::remove(tmp, ec);
-        return;
-      }
-    }
-    std::filesystem::rename(tmp, path, ec);
   }
 
   std::mutex mu_;

@@ -1,8 +1,8 @@
 // cuda-emu: the CUDA printer's source compiled as host C++ (Flavor::Emu) into a shared object
 // and run serially, thread by thread, with the GPU's reduction tree (cuda_printer.hpp). Objects
-// are cached on disk by source hash and compiler, like the CPU backend's. With KILN_CUDA_CHECK
-// each kernel's GPU source is also compiled by NVRTC for the architectures named, so a test run
-// on cuda-emu checks both builds of every kernel it makes.
+// are cached on disk (support/cache.hpp) by source and compiler, like the CPU backend's. With
+// KILN_CUDA_CHECK each kernel's GPU source is also compiled by NVRTC for the architectures named,
+// so a test run on cuda-emu checks both builds of every kernel it makes.
 //
 // Each emulated device has a queue, as a GPU has its stream (backend.hpp, DeviceMemory): a thread
 // of its own runs the launches, combines, copies to the device and GEMMs queued on it, in order,
@@ -21,7 +21,6 @@
 #include <deque>
 #include <exception>
 #include <filesystem>
-#include <fstream>
 #include <functional>
 #include <future>
 #include <map>
@@ -41,9 +40,12 @@
 #include "codegen/library.hpp"
 #include "codegen/vector_math.hpp"
 #include "ir/linalg.hpp"
+#include "support/cache.hpp"
 #include "support/error.hpp"
+#include "support/files.hpp"
 #include "support/flags.hpp"
 #include "support/hash.hpp"
+#include "support/process.hpp"
 
 namespace kiln::cuda {
 
@@ -427,12 +429,29 @@ std::vector<int> parse_arches(const std::string& s) {
 // Kiln's functions (the default; not KILN_MATH=libmvec, not precise), as the CPU kernels call them.
 bool kiln_math() { return vm::kiln_math_selected() && !flags().precise_math; }
 
-std::string read_file(const std::string& path) {
-  std::ifstream f(path);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
+// A private directory (mkdtemp, mode 0700) where cuda-emu writes the sources it compiles and the
+// shared objects it loads: nobody else can swap a file between its check and its dlopen. Removed
+// with the backend.
+class WorkDir {
+ public:
+  const std::string& path() {
+    if (path_.empty()) {
+      std::string tmpl = std::filesystem::temp_directory_path().string() + "/kiln-emu-XXXXXX";
+      if (!::mkdtemp(tmpl.data()))
+        throw Error("cuda-emu: cannot make a working directory '" + tmpl +
+                    "': " + std::strerror(errno));
+      path_ = tmpl;
+    }
+    return path_;
+  }
+  ~WorkDir() {
+    std::error_code ec;
+    if (!path_.empty()) std::filesystem::remove_all(path_, ec);
+  }
+
+ private:
+  std::string path_;
+};
 
 class EmuBackend final : public backend::Backend {
  public:
@@ -466,9 +485,8 @@ class EmuBackend final : public backend::Backend {
     auto key = std::make_pair(fn, acc);
     if (auto it = combiners_.find(key); it != combiners_.end()) return it->second;
     std::string source = print_combine(fn, acc, Flavor::Emu);
-    uint64_t h = hash_bytes(hash_bytes(0xcbf29ce484222325ULL, source), flags().emu_cxx);
     bool from_disk = false;
-    auto f = reinterpret_cast<CombineFn>(build(source, h, "kiln_emu_combine", &from_disk));
+    auto f = reinterpret_cast<CombineFn>(build(source, "kiln_emu_combine", &from_disk));
     auto c = std::make_shared<EmuCombiner>(f, memory_);
     combiners_[key] = c;
     return c;
@@ -494,7 +512,7 @@ class EmuBackend final : public backend::Backend {
       fn = it->second;
     } else {
       bool from_disk = false;
-      fn = reinterpret_cast<EmuFn>(build(p.source, h, "kiln_emu_launch", &from_disk));
+      fn = reinterpret_cast<EmuFn>(build(p.source, "kiln_emu_launch", &from_disk));
       fns_[h] = fn;
       if (from_disk)
         ++stats_.disk_hits;
@@ -532,63 +550,76 @@ class EmuBackend final : public backend::Backend {
   }
 
   // Compiles (or loads from the disk cache) a source's shared object; returns `symbol` in it.
-  void* build(const std::string& source, uint64_t h, const char* symbol, bool* from_disk) {
-    char name[40];
-    std::snprintf(name, sizeof name, "emu%016llx.so", static_cast<unsigned long long>(h));
-    std::string dir = flags().cache_dir;
-    bool keep = !dir.empty();
-    std::error_code ec;
-    if (keep) std::filesystem::create_directories(dir, ec);
-    if (!keep || ec) {
-      dir = std::filesystem::temp_directory_path().string();
-      keep = false;
-    }
-    std::string so = dir + "/" + name;
-    if (keep && std::filesystem::exists(so)) {
-      if (void* fn = load(so, symbol, false)) {
+  void* build(const std::string& source, const char* symbol, bool* from_disk) {
+    const std::string& cxx = flags().emu_cxx;
+    cache::Key key =
+        cache::key_of("emu-library\n" + cxx + "\n" + std::string(symbol) + "\n" + source);
+    std::string entry = cache::path_of("emu", key, ".so");
+    if (auto payload = cache::load(entry, cache::Kind::EmuLibrary, key)) {
+      std::string why;
+      if (void* fn = load(*payload, symbol, &why)) {
         *from_disk = true;
         return fn;
       }
+      cache::reject(entry, "it does not load: " + why);
     }
-    std::string tag = std::to_string(getpid()) + "-" + std::to_string(counter_++);
-    std::string src = so + "." + tag + ".cpp", tmp = so + "." + tag + ".tmp",
-                log = so + "." + tag + ".log";
-    {
-      std::ofstream f(src);
-      f << source;
-      if (!f) throw Error("cuda-emu: cannot write " + src);
-    }
-    std::string cmd = flags().emu_cxx +
-                      " -std=c++17 -O1 -fPIC -shared -w -ffp-contract=off -fno-strict-aliasing "
-                      "-x c++ '" +
-                      src + "' -o '" + tmp + "' > '" + log + "' 2>&1";
-    int rc = std::system(cmd.c_str());
-    std::string out = read_file(log);
-    std::filesystem::remove(log, ec);
-    if (rc != 0) {
-      std::filesystem::remove(tmp, ec);
-      throw InternalError("cuda-emu: the host compiler rejects a printed kernel (" + cmd + "):\n" +
-                          out + "\n--- source: " + src + " ---");
-    }
-    std::filesystem::remove(src, ec);
-    std::filesystem::rename(tmp, so, ec);
-    if (ec) throw Error("cuda-emu: cannot place " + so + ": " + ec.message());
-    void* fn = load(so, symbol, true);
-    if (!keep) std::filesystem::remove(so, ec);  // the mapping stays
+    std::string so = compile(source, cxx);
+    cache::store(entry, cache::Kind::EmuLibrary, key, so);
+    std::string why;
+    void* fn = load(so, symbol, &why);
+    if (!fn) throw InternalError("cuda-emu: a kernel just compiled does not load: " + why);
     return fn;
   }
 
-  void* load(const std::string& so, const char* symbol, bool must) {
+  // The shared object the host compiler makes of a source: run with an argument vector, never
+  // through a shell (KILN_EMU_CXX is split at blanks: "ccache c++" works).
+  std::string compile(const std::string& source, const std::string& cxx) {
+    std::string base = work_.path() + "/k" + std::to_string(counter_++);
+    std::string src = base + ".cpp", so = base + ".so";
+    files::write(src, source, "cuda-emu: cannot write");
+    std::vector<std::string> argv = process::split_words(cxx);
+    if (argv.empty()) throw Error("cuda-emu: KILN_EMU_CXX is empty; set it to a C++ compiler");
+    for (const char* a : {"-std=c++17", "-O1", "-fPIC", "-shared", "-w", "-ffp-contract=off",
+                          "-fno-strict-aliasing", "-x", "c++"})
+      argv.push_back(a);
+    argv.insert(argv.end(), {src, "-o", so});
+    process::Result r = process::run(argv, "cuda-emu (the host compiler, KILN_EMU_CXX)");
+    std::error_code ec;
+    if (r.exit_code != 0) {
+      std::filesystem::remove(so, ec);
+      std::string kept = std::filesystem::temp_directory_path().string() + "/kiln-emu-failed-" +
+                         std::to_string(getpid()) + "-" + std::to_string(counter_++) + ".cpp";
+      std::filesystem::rename(src, kept, ec);
+      std::string cmd;
+      for (const auto& a : argv) cmd += (cmd.empty() ? "" : " ") + a;
+      throw InternalError("cuda-emu: the host compiler rejects a printed kernel (" + cmd +
+                          ", exit " + std::to_string(r.exit_code) + "):\n" + r.output +
+                          "\n--- source: " + (ec ? std::string("not kept") : kept) + " ---");
+    }
+    std::filesystem::remove(src, ec);
+    std::string bytes = files::read_regular(so, cache::kMaxEntryBytes, "cuda-emu: compiled kernel");
+    std::filesystem::remove(so, ec);
+    return bytes;
+  }
+
+  // dlopens a shared object's bytes (written to a fresh file in the private directory, unlinked
+  // once loaded); `symbol` in it, or nullptr with *why set.
+  void* load(const std::string& bytes, const char* symbol, std::string* why) {
+    std::string so = work_.path() + "/l" + std::to_string(counter_++) + ".so";
+    files::write(so, bytes, "cuda-emu: cannot write");
     void* handle = dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL);
+    std::error_code ec;
+    std::filesystem::remove(so, ec);  // the mapping stays
     void* sym = handle ? dlsym(handle, symbol) : nullptr;
     if (!sym) {
-      if (!must) return nullptr;  // a damaged cache entry: compile again
       const char* e = dlerror();
-      throw Error("cuda-emu: cannot load " + so + ": " + (e ? e : std::string("no ") + symbol));
+      *why = e ? e : std::string("no ") + symbol;
+      if (handle) dlclose(handle);
     }
     return sym;
   }
 
+  WorkDir work_;
   EmuMemory memory_;
   EmuBlas blas_{memory_};
   EmuLapack lapack_{memory_};

@@ -15,6 +15,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "support/cache.hpp"
 #include "support/error.hpp"
 #include "support/flags.hpp"
 #include "support/hash.hpp"
@@ -150,36 +151,21 @@ NvrtcOutput nvrtc_cubin(const std::string& source, int arch, const std::string& 
       return out;
     }
   }
-  std::string path;
-  if (const std::string& dir = flags().cache_dir; !dir.empty()) {
-    char file[48];
-    std::snprintf(file, sizeof file, "/cubin-%016llx.cubin", static_cast<unsigned long long>(key));
-    path = dir + file;
-    std::ifstream f(path, std::ios::binary);
-    if (f) {
-      out.cubin.assign(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
-      if (!out.cubin.empty()) {
-        out.ok = out.cached = true;
-        std::lock_guard<std::mutex> lock(g_cache_mu);
-        g_cubins[key] = out.cubin;
-        return out;
-      }
-    }
+  cache::Key disk_key =
+      cache::key_of("cubin\n" + nvrtc_version() + "\nsm_" + std::to_string(arch) + "\n" + source);
+  std::string path = cache::path_of("cubin-", disk_key, ".cubin");
+  if (auto payload = cache::load(path, cache::Kind::Cubin, disk_key)) {
+    out.ok = out.cached = true;
+    out.cubin = std::move(*payload);
+    std::lock_guard<std::mutex> lock(g_cache_mu);
+    g_cubins[key] = out.cubin;
+    return out;
   }
   out = nvrtc_compile(source, arch, name);
   if (!out.ok) return out;
+  cache::store(path, cache::Kind::Cubin, disk_key, out.cubin);
   std::lock_guard<std::mutex> lock(g_cache_mu);
   g_cubins[key] = out.cubin;
-  if (!path.empty()) {  // a read-only or missing cache directory is not an error
-    std::error_code ec;
-    std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ec);
-    std::string tmp = path + ".tmp" + std::to_string(reinterpret_cast<uintptr_t>(&out));
-    std::ofstream f(tmp, std::ios::binary);
-    f.write(out.cubin.data(), static_cast<std::streamsize>(out.cubin.size()));
-    f.close();
-    if (f) std::filesystem::rename(tmp, path, ec);
-    if (!f || ec) std::filesystem::remove(tmp, ec);
-  }
   return out;
 }
 

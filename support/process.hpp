@@ -1,0 +1,23 @@
+// Programs Kiln starts (cuda-emu's host compiler) run through posix_spawnp with an argument vector:
+// no path or name ever reaches a shell.
+#pragma once
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace kiln::process {
+
+struct Result {
+  int exit_code = 0;   // the program's exit status; 128 + N when killed by signal N
+  std::string output;  // its standard output and standard error, interleaved
+};
+
+// Runs argv[0] (looked up in PATH when it has no '/') with argv and waits for it. Throws
+// Error("<what>: cannot run '<argv[0]>': <reason>") when it cannot be started.
+Result run(const std::vector<std::string>& argv, std::string_view what);
+
+// A command line split at blanks into an argument vector ("ccache c++" -> {"ccache", "c++"});
+// no quoting, no expansion.
+std::vector<std::string> split_words(std::string_view command);
+
+}  // namespace kiln::process

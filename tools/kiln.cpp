@@ -18,31 +18,11 @@
 #include "support/cache.hpp"
 #include "support/files.hpp"
 #include "support/flags.hpp"
+#include "tools/cli.hpp"
 #include "tools/report.hpp"
 #include "tools/workloads.hpp"
 
 namespace {
-
-// Limits of the numeric options: sizes and chunks keep N x N within the 2^62 elements Kiln
-// indexes.
-// Threads stop at 256, as KILN_THREADS does (more than the cores is oversubscription, allowed).
-constexpr int64_t kMaxExtent = 2147483647, kMaxThreads = 256, kMaxRepeat = 1000000;
-
-struct RunOptions {
-  int64_t size = 0, chunk = 0;          // 0: the workload's default
-  int64_t cols = 0;                     // matrix workloads' columns; 0: the default
-  std::string family, solver, penalty;  // glm's model; "": its defaults
-  std::string input;                    // glm: X.npy and y.npy from this directory
-  int max_iter = 0;                     // glm: 0: the solver's default
-  double tol = 0;
-  int threads = 0, repeat = 1;  // threads 0: all cores
-  bool no_fuse = false, no_row_fusion = false, no_push_slices = false, emit_ir = false,
-       json = false;
-  bool resident = false;  // x computed before the timed computes, which read it from memory
-  bool curand = false;    // --rng curand: x from cuRAND's generator (random::Engine::Curand)
-  std::string dot, trace;
-  bool quiet = false;
-};
 
 struct Outcome {
   std::vector<double> results;
@@ -56,52 +36,16 @@ struct Outcome {
   int64_t to_device_bytes = 0, to_host_bytes = 0, between_bytes = 0, peak_device_bytes = 0;
 };
 
-int64_t size_of(const kiln::workloads::Workload& w, const RunOptions& o) {
+int64_t size_of(const kiln::workloads::Workload& w, const kiln::cli::RunOptions& o) {
   return o.size > 0 ? o.size : w.size;
 }
 
-int64_t cols_of(const kiln::workloads::Workload& w, const RunOptions& o) {
+int64_t cols_of(const kiln::workloads::Workload& w, const kiln::cli::RunOptions& o) {
   return o.cols > 0 ? o.cols : w.cols;
 }
 
-int64_t chunk_of(const kiln::workloads::Workload& w, const RunOptions& o) {
+int64_t chunk_of(const kiln::workloads::Workload& w, const kiln::cli::RunOptions& o) {
   return o.chunk > 0 ? o.chunk : w.chunk;
-}
-
-// A CLI11 check: the value is a base-10 integer in [lo, hi]; one that overflows is rejected
-// (CLI11's own conversion would clamp it).
-CLI::Validator int_in(int64_t lo, int64_t hi) {
-  std::string range = "[" + std::to_string(lo) + ", " + std::to_string(hi) + "]";
-  return CLI::Validator(
-      [lo, hi, range](std::string& s) -> std::string {
-        int64_t v = 0;
-        auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-        if (ec == std::errc() && end == s.data() + s.size() && v >= lo && v <= hi) return "";
-        return "expected an integer in " + range + ", got '" + s + "'";
-      },
-      "INT in " + range);
-}
-
-// A CLI11 check: a finite number greater than 0 (CLI::PositiveNumber lets nan through and prints
-// the largest double in its message).
-CLI::Validator positive_finite() {
-  return CLI::Validator(
-      [](std::string& s) -> std::string {
-        double v = 0;
-        auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-        if (ec == std::errc() && end == s.data() + s.size() && std::isfinite(v) && v > 0) return "";
-        return "expected a finite number greater than 0, got '" + s + "'";
-      },
-      "NUMBER > 0");
-}
-
-// A CLI11 check: a file name, not an empty string (which would silently write nothing).
-CLI::Validator file_name() {
-  return CLI::Validator(
-      [](std::string& s) -> std::string {
-        return s.empty() ? "expected a file name, got an empty string" : "";
-      },
-      "FILE");
 }
 
 // The process's peak resident set (the whole process, not only Kiln's block allocations).
@@ -130,7 +74,7 @@ void check_stdout() {
                       (e ? std::string(": ") + std::strerror(e) : std::string()));
 }
 
-kiln::ComputeOptions compute_options(const RunOptions& o) {
+kiln::ComputeOptions compute_options(const kiln::cli::RunOptions& o) {
   kiln::ComputeOptions co;
   co.fuse = !o.no_fuse;
   co.row_fusion = !o.no_row_fusion;
@@ -141,7 +85,7 @@ kiln::ComputeOptions compute_options(const RunOptions& o) {
 }
 
 // An iterative workload: times its solver, sums its computes' tasks.
-void run_solver_once(const kiln::workloads::Workload& w, const RunOptions& o, bool first,
+void run_solver_once(const kiln::workloads::Workload& w, const kiln::cli::RunOptions& o, bool first,
                      std::ostream* ir, Outcome* out, std::vector<double>* times) {
   kiln::ComputeOptions co = compute_options(o);
   co.progress = false;
@@ -171,8 +115,9 @@ void run_solver_once(const kiln::workloads::Workload& w, const RunOptions& o, bo
 }
 
 // A workload of one compute() over x: the workload's generator, or (--resident) x's buffer.
-void run_compute_once(const kiln::workloads::Workload& w, const kiln::Array& x, const RunOptions& o,
-                      bool first, std::ostream* ir, Outcome* out, std::vector<double>* times) {
+void run_compute_once(const kiln::workloads::Workload& w, const kiln::Array& x,
+                      const kiln::cli::RunOptions& o, bool first, std::ostream* ir, Outcome* out,
+                      std::vector<double>* times) {
   kiln::ComputeOptions co = compute_options(o);
   if (first) {
     co.ir = ir;
@@ -195,7 +140,8 @@ void run_compute_once(const kiln::workloads::Workload& w, const kiln::Array& x, 
   for (const auto& a : res) out->results.push_back(a.item<double>());
 }
 
-Outcome run_workload(const kiln::workloads::Workload& w, const RunOptions& o, std::ostream* ir) {
+Outcome run_workload(const kiln::workloads::Workload& w, const kiln::cli::RunOptions& o,
+                     std::ostream* ir) {
   if (w.solve && (!o.dot.empty() || !o.trace.empty()))
     throw kiln::Error("kiln run: --emit-dot and --trace record one compute(); '" + w.name +
                       "' is a solver of many computes (use --emit-ir to see them)");
@@ -232,7 +178,8 @@ Outcome run_workload(const kiln::workloads::Workload& w, const RunOptions& o, st
   return out;
 }
 
-nlohmann::json to_json(const kiln::workloads::Workload& w, const RunOptions& o, const Outcome& r) {
+nlohmann::json to_json(const kiln::workloads::Workload& w, const kiln::cli::RunOptions& o,
+                       const Outcome& r) {
   nlohmann::json j;
   j["workload"] = w.name;
   j["size"] = size_of(w, o);
@@ -292,7 +239,8 @@ std::string human_bytes(int64_t b) {
   return buf;
 }
 
-void print_row(const kiln::workloads::Workload& w, const RunOptions& o, const Outcome& r) {
+void print_row(const kiln::workloads::Workload& w, const kiln::cli::RunOptions& o,
+               const Outcome& r) {
   std::printf("%-14s %7lld %6lld %-6s %12.6g", w.name.c_str(),
               static_cast<long long>(size_of(w, o)), static_cast<long long>(chunk_of(w, o)),
               o.no_fuse ? "no" : "yes", r.results[0]);
@@ -328,9 +276,9 @@ void cmd_report(const std::string& trace_in, std::string svg_out) {
               static_cast<long long>(s.tasks), s.workers, s.span_us / 1000, 100 * s.busy_fraction);
 }
 
-void cmd_run(const std::string& name, const RunOptions& given) {
+void cmd_run(const std::string& name, const kiln::cli::RunOptions& given) {
   const auto& w = kiln::workloads::find(name);
-  RunOptions opt = given;
+  kiln::cli::RunOptions opt = given;
   if (!opt.dot.empty() && (opt.dot == opt.trace || kiln::files::same_file(opt.dot, opt.trace)))
     throw kiln::Error("kiln run: --emit-dot and --trace name the same file '" + opt.dot +
                       "'; give each its own");
@@ -359,7 +307,7 @@ void cmd_seeds(int repeat, bool quick) {
   const int64_t scale = quick ? kiln::workloads::kQuickDivisor : 1;
   for (const auto& w : kiln::workloads::all()) {
     for (bool no_fuse : {false, true}) {
-      RunOptions o;
+      kiln::cli::RunOptions o;
       o.no_fuse = no_fuse;
       o.repeat = repeat;
       o.size = w.size / scale;
@@ -371,7 +319,7 @@ void cmd_seeds(int repeat, bool quick) {
   std::printf("\nfused-graph summary of each workload:\n");
   for (const auto& w : kiln::workloads::all()) {
     std::ostringstream ir;
-    RunOptions o;
+    kiln::cli::RunOptions o;
     o.size = 2000;
     o.chunk = 1000;
     run_workload(w, o, &ir);
@@ -385,114 +333,16 @@ void cmd_seeds(int repeat, bool quick) {
 }
 
 int kiln_main(int argc, char** argv) {
-  CLI::App app{"kiln: lazy chunked arrays, fused and JIT-compiled"};
-  app.require_subcommand(1);
-  app.failure_message([](const CLI::App* a, const CLI::Error& e) {
-    return "kiln: " + CLI::FailureMessage::simple(a, e);
-  });
-  RunOptions opt;
-  std::string name;
-  auto* run = app.add_subcommand("run", "run one workload");
-  run->add_option("workload", name, "workload name (see kiln list)")->required();
-  run->add_option("--size,--rows", opt.size, "N (arrays are N x N; matrix workloads: N rows)")
-      ->check(int_in(1, kMaxExtent));
-  run->add_option("--cols", opt.cols, "K: the columns of a matrix workload's N x K data")
-      ->check(int_in(1, kMaxExtent));
-  run->add_option("--family", opt.family, "glm: logistic (default), normal or poisson")
-      ->check(CLI::IsMember({"logistic", "normal", "poisson"}));
-  run->add_option("--solver", opt.solver,
-                  "glm: lbfgs (default), gradient_descent, newton, admm or proximal_grad")
-      ->check(CLI::IsMember({"lbfgs", "gradient_descent", "newton", "admm", "proximal_grad"}));
-  run->add_option("--penalty", opt.penalty,
-                  "glm: l1, l2 or elastic (lamduh 0.1; default none, l1 for admm and "
-                  "proximal_grad)")
-      ->check(CLI::IsMember({"l1", "l2", "elastic"}));
-  run->add_option("--input", opt.input,
-                  "glm: fit X.npy (N x K) and y.npy from this directory instead of seed 000's data")
-      ->check(CLI::ExistingDirectory);
-  run->add_option("--max-iter", opt.max_iter, "glm: the solver's iteration limit")
-      ->check(int_in(1, kMaxRepeat));
-  run->add_option("--tol", opt.tol, "glm: the solver's tolerance")->check(positive_finite());
-  run->add_option("--chunk", opt.chunk, "C (blocks are C x C)")->check(int_in(1, kMaxExtent));
-  run->add_option("--threads", opt.threads, "worker threads (default: all cores)")
-      ->check(int_in(1, kMaxThreads));
-  run->add_option("--repeat", opt.repeat, "repeat R times, report the median")
-      ->check(int_in(1, kMaxRepeat));
-  run->add_flag("--no-fuse", opt.no_fuse, "every op its own kernel and task");
-  run->add_flag("--no-row-fusion", opt.no_row_fusion,
-                "a reduction along rows stays its own kernel (not the row stage of its reader)");
-  run->add_flag("--no-push-slices", opt.no_push_slices,
-                "views stay where they are built (generators make every element)");
-  run->add_flag("--emit-ir", opt.emit_ir,
-                "print the IR after each pass and the fusion summary (on standard error with "
-                "--json)");
-  run->add_option("--emit-dot", opt.dot, "write the fused graph as Graphviz DOT")
-      ->check(file_name());
-  run->add_flag("--resident", opt.resident,
-                "compute x once before timing (kept in memory), then time the expression over "
-                "it; not for logistic-gd, whose data are made before its solver anyway");
-  run->add_flag("--json", opt.json, "one JSON object per line");
-  std::string rng = "kiln";
-  run->add_option("--rng", rng,
-                  "kiln (the default: Kiln's Philox, made inside the kernels) or curand (NVIDIA "
-                  "cuRAND's Philox filling x by a library call: its device generator on cuda, its "
-                  "host generator elsewhere, which is slow)")
-      ->check(CLI::IsMember({"kiln", "curand"}))
-      ->each([&](const std::string& v) { opt.curand = v == "curand"; });
-  run->add_option("--trace", opt.trace, "write the task stream (Chrome trace format, Perfetto)")
-      ->check(file_name());
-  run->add_flag("--quiet", opt.quiet, "no progress bar");
-  run->add_option("--math", kiln::flags().math,
-                  "kiln (the default: Kiln's own vector functions, the same bits on every CPU and "
-                  "GPU) or libmvec (glibc's vector functions, which differ between ISAs by a few "
-                  "ulp); also KILN_MATH")
-      ->check(CLI::IsMember({"kiln", "libmvec"}));
-  run->add_flag("--precise-math", kiln::flags().precise_math,
-                "glibc's scalar sin/cos/exp/log (NumPy's results) instead of vector functions");
-  std::string device;
-  auto device_check = [](const std::string& d) {
-    try {
-      kiln::device_from_name(d, "--device");
-      return std::string();
-    } catch (const kiln::Error& e) {
-      return std::string(e.what());
-    }
-  };
-  run->add_option("--device", device,
-                  "cpu (compiled kernels, the default), interp (the reference interpreter: "
-                  "slow; for checking results), cuda-emu (the CUDA kernels compiled as host C++, "
-                  "run serially: for checking them without a GPU) or cuda (a GPU)")
-      ->check(device_check);
-  run->add_option("--devices", kiln::flags().devices,
-                  "cuda, cuda-emu: devices the blocks are spread over (default every GPU; "
-                  "cuda-emu: 1)")
-      ->check(int_in(1, 64));
-  auto* list = app.add_subcommand("list", "list the workloads");
-  auto* report = app.add_subcommand("report", "render a --trace file as an SVG task stream");
-  std::string trace_in, svg_out;
-  report->add_option("trace", trace_in, "trace file written by kiln run --trace")->required();
-  report->add_option("-o,--output", svg_out, "SVG file (default: TRACE with .svg)")
-      ->check(file_name());
-  auto* seeds = app.add_subcommand("seeds", "run the seed workloads with fusion on and off");
-  int seeds_repeat = 3;
-  bool seeds_quick = false;
-  seeds->add_option("--repeat", seeds_repeat, "repeats per workload (median reported)")
-      ->check(int_in(1, kMaxRepeat));
-  seeds->add_flag("--quick", seeds_quick, "1/20 of the default sizes, for smoke tests");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e) == 0 ? 0 : 2;  // usage errors exit 2, as kiln::Error does
-  }
-  if (!device.empty()) kiln::flags().device = device;
-  if (*list) cmd_list();
-  if (*report) cmd_report(trace_in, svg_out);
-  if (*run) cmd_run(name, opt);
-  if (*seeds) cmd_seeds(seeds_repeat, seeds_quick);
+  kiln::cli::Command c = kiln::cli::parse(argc, argv);
+  if (c.exit_code >= 0) return c.exit_code;
+  if (!c.device.empty()) kiln::flags().device = c.device;
+  if (c.kind == kiln::cli::Command::List) cmd_list();
+  if (c.kind == kiln::cli::Command::Report) cmd_report(c.trace_in, c.svg_out);
+  if (c.kind == kiln::cli::Command::Run) cmd_run(c.workload, c.run);
+  if (c.kind == kiln::cli::Command::Seeds) cmd_seeds(c.seeds_repeat, c.seeds_quick);
   flush_stdout();
   return 0;
 }
-
 }  // namespace
 
 int main(int argc, char** argv) {

@@ -23,13 +23,6 @@ std::vector<double> values(const NDArray& a) {
   return v;
 }
 
-std::string row_chunks(const Array& a) {
-  std::string s = "(";
-  for (size_t k = 0; k < a.chunks()[0].size(); ++k)
-    s += (k ? ", " : "") + std::to_string(a.chunks()[0][k]);
-  return s + ")";
-}
-
 double dot(const std::vector<double>& a, const std::vector<double>& b) {
   double s = 0;
   for (size_t j = 0; j < a.size(); ++j) s += a[j] * b[j];
@@ -193,6 +186,7 @@ struct Problem {
   Regularizer reg;
   double lam = 0;              // lamduh, 0 without a penalty
   std::vector<double> factor;  // the penalty's factor per (normalized) coefficient
+  double n = 1;                // X's number of rows
 
   // A computed n-vector (X beta, X grad) as a leaf again, in y's row blocks, keeping its memory.
   Array rows(const NDArray& v) const {
@@ -233,7 +227,37 @@ struct Problem {
     const double c = lam * reg.l2_share();
     for (int64_t j = 0; j < p; ++j) (*g)[j] += c * factor[j] * factor[j] * b[j];
   }
+
+  // Options::gtol's measure at b, given the loss's gradient there: the largest component of the
+  // objective's gradient (its minimum-norm subgradient where the penalty has an L1 part and a
+  // coefficient is 0) over the number of rows.
+  double optimality(const std::vector<double>& b, const std::vector<double>& loss_gradient) const {
+    const double l2 = lam * reg.l2_share();
+    const double l1 = !reg.has_l1() ? 0.0 : reg.penalty == Penalty::L1 ? lam : lam * reg.weight;
+    double m = 0;
+    for (int64_t j = 0; j < p; ++j) {
+      const double g = loss_gradient[j] + l2 * factor[j] * factor[j] * b[j], t = l1 * factor[j];
+      const double r = b[j] > 0 ? g + t : b[j] < 0 ? g - t : std::max(0.0, std::abs(g) - t);
+      m = std::max(m, std::abs(r));
+    }
+    return m / n;
+  }
 };
+
+// y in X's row chunks: a rechunk (a view), or for row chunks of different sizes a concatenation
+// of y's pieces, each one block.
+Array aligned_rows(const Array& y, const std::vector<int64_t>& rows) {
+  bool regular = true;
+  for (size_t k = 0; k + 1 < rows.size(); ++k) regular = regular && rows[k] == rows[0];
+  if (regular && rows.back() <= rows[0]) return y.rechunk({rows[0]});
+  std::vector<Array> parts;
+  int64_t start = 0;
+  for (int64_t size : rows) {
+    parts.push_back(y.slice({Slice(start, start + size)}).rechunk({size}));
+    start += size;
+  }
+  return concatenate(parts, 0);
+}
 
 // Required: the smooth solvers (gradient_descent, newton, lbfgs), which refuse an L1 part.
 // NotRequired: the proximal ones (proximal_grad, admm), whose Penalty::None means L1.
@@ -251,9 +275,8 @@ Problem prepare(const char* solver, const Array& X0, const Array& y0, const Opti
                 std::to_string(y0.shape()[0]));
   if (X0.shape()[0] == 0 || X0.shape()[1] == 0)
     throw Error(op + ": X is empty, shape " + shape_str(X0.shape()));
-  if (X0.chunks()[0] != y0.chunks()[0])
-    throw Error(op + ": X's row chunks " + row_chunks(X0) + " differ from y's " + row_chunks(y0) +
-                " (rechunk one of them)");
+  if (!(o.gtol >= 0) || !std::isfinite(o.gtol))
+    throw Error(op + ": gtol must be finite and >= 0, got " + std::to_string(o.gtol));
   if (!(o.lamduh >= 0) || !std::isfinite(o.lamduh))
     throw Error(op + ": lamduh must be finite and >= 0, got " + std::to_string(o.lamduh));
   if (o.penalty.penalty == Penalty::ElasticNet && !(o.penalty.weight >= 0 && o.penalty.weight <= 1))
@@ -270,6 +293,7 @@ Problem prepare(const char* solver, const Array& X0, const Array& y0, const Opti
   pr.opt = o.compute;
   pr.p = X0.shape()[1];
   Array X = X0.astype(DType::Float64), y = y0.astype(DType::Float64);
+  if (X.chunks()[0] != y.chunks()[0]) y = aligned_rows(y, X.chunks()[0]);  // as dask-ml
   // One plan for the checks and the column statistics (the latter only where they are used).
   Array labels_ok = o.family == Family::Logistic  ? ((y == 0.0) | (y == 1.0)).all()
                     : o.family == Family::Poisson ? (y >= 0.0).all()
@@ -317,6 +341,7 @@ Problem prepare(const char* solver, const Array& X0, const Array& y0, const Opti
       pr.inv = std::move(inv);
   }
   pr.y = y;
+  pr.n = static_cast<double>(X.shape()[0]);
   pr.lam = o.lamduh;
   pr.factor.assign(static_cast<size_t>(pr.p), 1.0);
   if (o.penalize_original)
@@ -339,11 +364,18 @@ double max_abs(const std::vector<double>& v) {
 // one; Armijo backtracking (c1 = 1e-4, halving, 60 trials at most: after that it counts as
 // converged, no decrease being possible at this precision); stops when max |g| <= pgtol, the
 // relative decrease is <= 1e7 eps (scipy's factr), after max_iter iterations, or at a new iterate
-// once max_eval evaluations are spent (0: no limit).
+// once max_eval evaluations are spent (0: no limit). strict (Options::gtol): converged only by
+// max |g| <= pgtol; the relative decrease stops it at 64 eps (scikit-learn's ftol) and, like 60
+// failed trials, leaves converged false.
 class Lbfgs {
  public:
-  Lbfgs(std::vector<double> x0, double pgtol, int max_iter, int max_eval)
-      : x_(std::move(x0)), pgtol_(pgtol), max_iter_(max_iter), max_eval_(max_eval) {}
+  Lbfgs(std::vector<double> x0, double pgtol, int max_iter, int max_eval, bool strict = false)
+      : x_(std::move(x0)),
+        pgtol_(pgtol),
+        factr_(strict ? 64 : 1e7),
+        strict_(strict),
+        max_iter_(max_iter),
+        max_eval_(max_eval) {}
 
   const std::vector<double>& point() const { return phase_ == Phase::Search ? trial_ : x_; }
   bool done() const { return phase_ == Phase::Done; }
@@ -369,7 +401,7 @@ class Lbfgs {
       if (++trials_ == 60) {
         ++n_iter;
         loss.push_back(f_);
-        converged = true;
+        converged = !strict_;
         phase_ = Phase::Done;
         return;
       }
@@ -399,10 +431,10 @@ class Lbfgs {
     g_ = g;
     f_ = f;
     loss.push_back(f);
-    if (max_abs(g_) <= pgtol_ ||
-        f_old - f_ <= 1e7 * 2.220446049250313e-16 * std::max({std::abs(f_old), std::abs(f_), 1.0}))
-      converged = true;
-    if (converged || n_iter >= max_iter_ || (max_eval_ > 0 && evals_ >= max_eval_))
+    const bool small = f_old - f_ <= factr_ * 2.220446049250313e-16 *
+                                         std::max({std::abs(f_old), std::abs(f_), 1.0});
+    converged = max_abs(g_) <= pgtol_ || (small && !strict_);
+    if (converged || small || n_iter >= max_iter_ || (max_eval_ > 0 && evals_ >= max_eval_))
       phase_ = Phase::Done;
     else
       search();
@@ -449,7 +481,8 @@ class Lbfgs {
 
   std::vector<double> x_, g_, d_, trial_;
   double f_ = 0, step_ = 1, slope_ = 0;
-  double pgtol_;
+  double pgtol_, factr_;
+  bool strict_;
   int max_iter_, max_eval_, evals_ = 0, trials_ = 0;
   Phase phase_ = Phase::Start;
   std::vector<std::vector<double>> s_, y_;
@@ -476,7 +509,9 @@ Result gradient_descent(const Array& X, const Array& y, const Options& o) {
   // drifting X beta - s X grad, which that iteration would not use): when that trial is taken,
   // the fresh iteration needs no pass of its own (9 of 10 such passes at 1e6 x 100).
   std::vector<NDArray> fresh_ahead;
-  for (int k = 0; k < max_iter; ++k) {
+  const bool strict = o.gtol > 0;  // Options::gtol's rule, checked at the top of an iteration
+  for (int k = 0;; ++k) {
+    if (k == max_iter && !strict) break;
     std::vector<double> grad;
     if (k % 10 == 0) {  // X beta afresh (rounding drift), its loss and gradient: one pass
       std::vector<NDArray> r = fresh_ahead;
@@ -495,6 +530,11 @@ Result gradient_descent(const Array& X, const Array& y, const Options& o) {
     }
     ahead.clear();
     fresh_ahead.clear();
+    if (strict && pr.optimality(beta, grad) <= o.gtol) {
+      res.converged = true;
+      break;
+    }
+    if (k == max_iter) break;
     pr.add_penalty_gradient(beta, &grad);
     // dask-glm's compute_stepsize_dask: Armijo backtracking, from the step the last took.
     const double steplen = dot(grad, grad), lf = func;
@@ -529,6 +569,8 @@ Result gradient_descent(const Array& X, const Array& y, const Options& o) {
       if (lf - func >= 0.1 * s * steplen) break;
       s *= backtrack;
     }
+    if (ii == 100) s = 0;  // no trial decreased the objective: beta stays (dask-glm takes the last)
+    if (s == 0) func = lf;
     for (int64_t j = 0; j < pr.p; ++j) beta[j] -= s * grad[j];
     if (ii == 0 && fresh_next) {
       fresh_ahead = {pass[3], pass[4], pass[2]};  // X beta, its loss and gradient
@@ -538,8 +580,12 @@ Result gradient_descent(const Array& X, const Array& y, const Options& o) {
     }
     res.loss.push_back(func);
     res.n_iter = k + 1;
-    if (s == 0 || (lf - func) / std::max(func, lf) < tol) {
-      res.converged = true;  // no step moves beta any more, or the decrease fell below tol
+    if (s == 0 || (!strict && (lf - func) / std::max(std::abs(func), std::abs(lf)) < tol)) {
+      // No step moves beta or decreases the objective any more, or the decrease fell below tol
+      // (the own rule; relative to the larger magnitude: dask-glm's max(func, lf) is negative
+      // for a negative objective, Poisson's often, and stopped it at once). Under
+      // Options::gtol's rule, that rule did not hold at beta (checked above).
+      res.converged = !strict;
       break;
     }
     step = s * 1.25;
@@ -574,27 +620,88 @@ Result newton(const Array& X, const Array& y, const Options& o) {
         {hessian(pr.family, xb, Xr), gradient(pr.family, xb, Xr, yy), loss(pr.family, xb, yy)},
         pr.opt);
   };
+  // A backtracking trial's objective and gradient (one pass, no Hessian).
+  auto trial_at = [&](const std::vector<double>& b, std::vector<double>* g) {
+    Array xb = matmul(Xr, vec(pr.in(b)));
+    std::vector<NDArray> t =
+        compute({loss(pr.family, xb, yy), gradient(pr.family, xb, Xr, yy)}, pr.opt);
+    *g = pr.out(values(t[1]));
+    pr.add_penalty_gradient(b, g);
+    return scalar_of(t[0]) + pr.penalty(b);
+  };
+  auto norm1 = [](const std::vector<double>& v) {
+    double s = 0;
+    for (double x : v) s += std::abs(x);
+    return s;
+  };
+  const bool strict = o.gtol > 0;
   std::vector<NDArray> r = at(beta);
+  double f = scalar_of(r[2]) + pr.penalty(beta);
   while (true) {
     std::vector<double> h = pr.out_hessian(values(r[0])), g = pr.out(values(r[1]));
+    if (strict && pr.optimality(beta, g) <= o.gtol) {
+      res.converged = true;
+      break;
+    }
+    if (res.n_iter == max_iter) break;  // dask-glm runs max_iter + 1 iterations
     pr.add_penalty_gradient(beta, &g);
     for (int64_t j = 0; j < p; ++j) h[j * p + j] += c * pr.factor[j] * pr.factor[j];
     // step = lstsq(H, g), as dask-glm (NumPy 2's rcond).
     std::vector<double> step = values(linalg::lstsq(vec(h).reshape({p, p}), vec(g)).x.compute());
+    std::vector<double> next(p);
     bool moved = false;
     for (int64_t j = 0; j < p; ++j) {
-      double next = beta[j] - step[j];
-      moved = moved || std::abs(beta[j] - next) > tol;
-      beta[j] = next;
+      next[j] = beta[j] - step[j];
+      moved = moved || std::abs(beta[j] - next[j]) > tol;
     }
     ++res.n_iter;
-    if (!moved || res.n_iter > max_iter) {  // dask-glm stops once iter_count > max_iter
-      res.converged = !moved;
-      res.loss.push_back(pr.objective(beta));
+    const double eps = 2.220446049250313e-16;
+    if (!moved && !strict) {
+      // dask-glm's rule: no coefficient moves more than tol; the last step is taken, unless it
+      // raises the objective by more than rounding (a large tol), when it is searched as below.
+      const double ft = pr.objective(next);
+      if (ft <= f + 16 * eps * std::abs(f)) {
+        beta = next;
+        res.converged = true;
+        res.loss.push_back(ft);
+        break;
+      }
+    }
+    // The globalization dask-glm lacks: backtrack from the full step while it fails Armijo's
+    // condition; a change of the objective within rounding (16 eps) passes if the gradient's
+    // 1-norm falls (scikit-learn's NewtonSolver rule). The full step's Hessian comes with its
+    // objective; a shorter step's is computed once the step is accepted.
+    const double slope = dot(g, step), g1 = norm1(g);
+    if (!(slope > 0)) {  // not a descent direction (a zero step): nothing to search
+      res.loss.push_back(f);
       break;
     }
-    r = at(beta);
-    res.loss.push_back(scalar_of(r[2]) + pr.penalty(beta));
+    bool accepted = false;
+    double t = 1;
+    for (int trial = 0; trial < 40 && !accepted; ++trial, t *= 0.5) {
+      if (trial > 0)
+        for (int64_t j = 0; j < p; ++j) next[j] = beta[j] - t * step[j];
+      std::vector<NDArray> full;
+      std::vector<double> gt;
+      double ft;
+      if (trial == 0) {
+        full = at(next);
+        gt = pr.out(values(full[1]));
+        pr.add_penalty_gradient(next, &gt);
+        ft = scalar_of(full[2]) + pr.penalty(next);
+      } else {
+        ft = trial_at(next, &gt);
+      }
+      accepted = ft <= f - 1e-4 * t * slope ||
+                 (std::abs(ft - f) <= 16 * eps * std::abs(f) && norm1(gt) < g1);
+      if (accepted) {
+        beta = next;
+        f = ft;
+        r = trial == 0 ? full : at(beta);
+      }
+    }
+    res.loss.push_back(f);
+    if (!accepted) break;  // no step along Newton's direction decreases the objective: stuck
   }
   res.coef = pr.original(beta);
   return res;
@@ -623,7 +730,13 @@ Result proximal_grad(const Array& X, const Array& y, const Options& o) {
   };
   std::vector<double> grad, next_grad;
   func = at(beta, &grad);
-  for (int k = 0; k < max_iter; ++k) {
+  const bool strict = o.gtol > 0;  // Options::gtol's rule, checked at the top of an iteration
+  for (int k = 0;; ++k) {
+    if (strict && pr.optimality(beta, grad) <= o.gtol) {
+      res.converged = true;
+      break;
+    }
+    if (k == max_iter) break;
     const std::vector<double> obeta = beta;
     const double lf = func;
     double df = 0;
@@ -636,12 +749,15 @@ Result proximal_grad(const Array& X, const Array& y, const Options& o) {
       if (df > 0) break;
       step *= backtrack;
     }
+    if (!(df > 0)) {  // no trial decreased the objective: beta stays (dask-glm takes the last)
+      beta = obeta;
+      func = lf;
+    }
     res.loss.push_back(func);
     res.n_iter = k + 1;
     if (step == 0) break;
-    df /= std::max(func, lf);
-    if (df < tol) {
-      res.converged = true;
+    if (!(df > 0) || (!strict && df / std::max(std::abs(func), std::abs(lf)) < tol)) {
+      res.converged = !strict;  // the own rule: the relative decrease fell below tol
       break;
     }
     step *= 1.25;
@@ -654,8 +770,13 @@ Result proximal_grad(const Array& X, const Array& y, const Options& o) {
 
 Result lbfgs(const Array& X, const Array& y, const Options& o) {
   Problem pr = prepare("lbfgs", X, y, o, Smooth::Required);
-  Lbfgs run(std::vector<double>(pr.p, 0.0), o.tol > 0 ? o.tol : 1e-4,
-            o.max_iter > 0 ? o.max_iter : 100, 0);
+  // Options::gtol's rule is max |g| <= pgtol on the objective over the rows.
+  const bool strict = o.gtol > 0;
+  Lbfgs run(std::vector<double>(pr.p, 0.0),
+            strict      ? o.gtol * pr.n
+            : o.tol > 0 ? o.tol
+                        : 1e-4,
+            o.max_iter > 0 ? o.max_iter : 100, 0, strict);
   while (!run.done()) {  // the objective and its gradient at the point asked for: one compute
     const std::vector<double>& b = run.point();
     Array xb = pr.times(b);
@@ -693,12 +814,20 @@ Result admm(const Array& X, const Array& y, const Options& o) {
   std::vector<double> z(p, 0.0);
   std::vector<std::vector<double>> u(k, std::vector<double>(p, 0.0)), betas(k);
   Result res;
+  // Options::gtol's rule, at z after each iteration (its gradient computed with its objective).
+  // z's gradient is off by up to the sum of the local solves' errors, so those are solved to
+  // gtol * rows / chunks / 2 where that is below dask-glm's 1e-5, and strictly (not stopped by
+  // scipy's factr, which leaves them far less accurate).
+  const bool strict = o.gtol > 0;
+  const double local_pgtol =
+      strict ? std::min(1e-5, o.gtol * pr.n / static_cast<double>(k) / 2) : 1e-5;
   for (int it = 0; it < max_iter; ++it) {
     // x-update: every chunk's local L-BFGS from ones (dask-glm never carries betas over); each
     // round is one compute over every chunk, so that every round is the same plan, in which the
     // chunks already done are skipped (ComputeOptions::skip): their kernels do not run.
     std::vector<Lbfgs> local;
-    for (size_t i = 0; i < k; ++i) local.emplace_back(std::vector<double>(p, 1.0), 1e-5, 200, 250);
+    for (size_t i = 0; i < k; ++i)
+      local.emplace_back(std::vector<double>(p, 1.0), local_pgtol, 200, 250, strict);
     auto all_done = [&] {
       return std::all_of(local.begin(), local.end(), [](const Lbfgs& l) { return l.done(); });
     };
@@ -751,6 +880,17 @@ Result admm(const Array& X, const Array& y, const Options& o) {
         reltol * std::max(std::sqrt(betas_sq), std::sqrt(static_cast<double>(k) * dot(z, z)));
     const double eps_dual = kp * abstol + reltol * rho * std::sqrt(u_sq);
     ++res.n_iter;
+    if (strict) {
+      Array xz = pr.times(z);
+      std::vector<NDArray> r =
+          compute({loss(pr.family, xz, pr.y), gradient(pr.family, xz, pr.X, pr.y)}, pr.opt);
+      res.loss.push_back(scalar_of(r[0]) + pr.penalty(z));
+      if (pr.optimality(z, pr.out(values(r[1]))) <= o.gtol) {
+        res.converged = true;
+        break;
+      }
+      continue;
+    }
     res.loss.push_back(pr.objective(z));
     if (std::sqrt(primal) < eps_pri && rho * std::sqrt(dual_sq) < eps_dual) {
       res.converged = true;
@@ -796,14 +936,13 @@ LinearModel& LinearModel::fit(const Array& X0, const Array& y) {
                 (X0.node() ? ", got shape " + shape_str(X0.shape()) : std::string()));
   if (!(C > 0) || !std::isfinite(C))
     throw Error(op + ": C must be finite and > 0, got " + std::to_string(C));
-  if (max_iter <= 0 || !(tol >= 0))
-    throw Error(op + ": max_iter must be > 0 and tol >= 0, got " + std::to_string(max_iter) +
-                " and " + std::to_string(tol));
+  if (max_iter <= 0 || !(tol > 0) || !std::isfinite(tol))
+    throw Error(op + ": max_iter must be > 0 and tol finite and > 0, got " +
+                std::to_string(max_iter) + " and " + std::to_string(tol));
   Options o;
   o.family = family_;
   o.max_iter = max_iter;
-  o.tol = tol;
-  o.reltol = reltol;
+  o.gtol = tol;  // scikit-learn's rule for every solver
   o.rho = rho;
   o.penalty = regularizer(penalty);
   o.penalty.weight = l1_ratio;

@@ -7,7 +7,7 @@
 set -euo pipefail
 pkgs=(
   cmake ninja-build ccache g++ clang-format
-  llvm-19-dev clang-19
+  llvm-19-dev clang-19 libclang-rt-19-dev
   libopenblas-dev liblapacke-dev libboost-graph-dev libtbb-dev
   libfmt-dev libcli11-dev nlohmann-json3-dev libdlpack-dev libxxhash-dev
   libgtest-dev libgmock-dev libbenchmark-dev

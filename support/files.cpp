@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -11,49 +12,47 @@
 
 namespace kiln::files {
 
-namespace {
-[[noreturn]] void fail(std::string_view what, const std::string& path, const std::string& why) {
-  throw Error(std::string(what) + " '" + path + "': " + why);
-}
-}  // namespace
-
 std::string read_regular(const std::string& path, uint64_t max_bytes, std::string_view what) {
-  // O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer.
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-  if (fd < 0) fail(what, path, std::strerror(errno));
+  auto fail = [&](const std::string& why) {
+    throw Error(std::string(what) + " '" + path + "': " + why);
+  };
+  const std::string too_large =
+      "larger than the " + std::to_string(max_bytes) + " bytes this reader accepts";
+  // Checked before opening (opening a FIFO for reading waits for a writer; a device may do
+  // anything on open) and again on the descriptor (the path may have changed in between).
+  auto check = [&](const struct stat& st) {
+    if (S_ISDIR(st.st_mode)) fail("it is a directory");
+    if (!S_ISREG(st.st_mode)) fail("not a regular file (a FIFO, socket or device)");
+    if (static_cast<uint64_t>(st.st_size) > max_bytes)
+      fail("the file is " + std::to_string(st.st_size) + " bytes, " + too_large);
+  };
   struct stat st {};
-  if (::fstat(fd, &st) != 0) {
-    int e = errno;
-    ::close(fd);
-    fail(what, path, std::strerror(e));
-  }
-  if (!S_ISREG(st.st_mode)) {
-    ::close(fd);
-    fail(what, path,
-         S_ISDIR(st.st_mode) ? "is a directory, not a file"
-                             : "not a regular file (a FIFO, "
-                               "socket or device)");
-  }
-  if (static_cast<uint64_t>(st.st_size) > max_bytes) {
-    ::close(fd);
-    fail(what, path,
-         std::to_string(st.st_size) + " bytes, more than the " + std::to_string(max_bytes) +
-             " this reader accepts");
-  }
-  std::string out(static_cast<size_t>(st.st_size), '\0');
+  if (::stat(path.c_str(), &st) != 0) fail(std::strerror(errno));
+  check(st);
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+  if (fd < 0) fail(std::strerror(errno));
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+  } closer{fd};
+  if (::fstat(fd, &st) != 0) fail(std::strerror(errno));
+  check(st);
+  // To the end of the file, which may hold more than st_size said (it grew, or it is a /proc
+  // file that reports size 0), but never more than the cap.
+  std::string out(static_cast<size_t>(st.st_size) + 1, '\0');
   size_t got = 0;
-  while (got < out.size()) {
-    ssize_t n = ::read(fd, out.data() + got, out.size() - got);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      int e = errno;
-      ::close(fd);
-      fail(what, path, std::strerror(e));
+  for (;;) {
+    if (got == out.size()) {
+      if (got > max_bytes) fail(too_large);
+      out.resize(std::min<uint64_t>(std::max<size_t>(2 * got, 4096), max_bytes + 1));
     }
-    if (n == 0) break;  // shrank while being read
+    const ssize_t n = ::read(fd, &out[got], out.size() - got);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) fail(std::strerror(errno));
+    if (n == 0) break;
     got += static_cast<size_t>(n);
   }
-  ::close(fd);
+  if (got > max_bytes) fail(too_large);
   out.resize(got);
   return out;
 }

@@ -8,7 +8,9 @@
 
 namespace kiln::files {
 
-// The whole of a regular file of at most max_bytes. Throws Error("<what> '<path>': <reason>").
+// The whole of a regular file of at most max_bytes, read to its end (a /proc file reports size
+// 0). A directory, FIFO, socket or device is refused before it is opened. Throws
+// Error("<what> '<path>': <reason>").
 std::string read_regular(const std::string& path, uint64_t max_bytes, std::string_view what);
 
 // Writes all of data to fd, retrying short writes and EINTR; false with errno set on failure.

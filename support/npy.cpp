@@ -32,9 +32,10 @@ constexpr size_t kAlign = 64;
 // numpy.save leaves room after the header dict for the first axis to grow to this many digits, so
 // that a file can be appended to in place. We do the same to write byte-identical files.
 constexpr size_t kGrowthAxisMaxDigits = 21;
-// Valid headers for the supported (numeric) dtypes are a few hundred bytes; anything much larger is
-// corrupt and is rejected before allocating a buffer for it.
-constexpr uint64_t kMaxHeaderLen = uint64_t{16} << 20;
+// Valid headers for the supported (numeric) dtypes are a few hundred bytes (save_npy writes about 3
+// bytes per dimension: 66 KB for 22000 dimensions); anything much larger is corrupt and is
+// rejected before allocating a buffer for it or parsing it (each parsed value costs ~100 bytes).
+constexpr uint64_t kMaxHeaderLen = uint64_t{1} << 20;
 // Bounds the recursion of the header parser on inputs like "((((((...".
 constexpr int kMaxNesting = 16;
 
@@ -116,26 +117,32 @@ size_t descr_itemsize(const std::string& descr, const char* op, const std::strin
   return size;
 }
 
-// Element count of `shape` times `itemsize`, rejecting negative dimensions and overflow.
+// Element count of `shape` times `itemsize`, rejecting negative dimensions and overflow. As in
+// NumPy, the product of the nonzero dimensions must fit even when another dimension is 0: a shape
+// such as (0, 2**62, 2**62) is refused rather than made an empty array whose block grid overflows.
 size_t array_nbytes(const std::vector<int64_t>& shape, size_t itemsize, const char* op,
                     const std::string& path) {
   // The byte count must fit both size_t and int64_t (Kiln indexes with int64_t).
   const uint64_t limit =
       std::min<uint64_t>(std::numeric_limits<size_t>::max(), std::numeric_limits<int64_t>::max());
-  uint64_t count = 1;
-  bool overflow = false;
+  uint64_t nonzero = 1;  // product of the nonzero dimensions
+  bool empty = false, overflow = false;
   for (int64_t d : shape) {
     if (d < 0)
       fail(op, path, "negative dimension " + std::to_string(d) + " in shape " + shape_str(shape));
     const uint64_t ud = static_cast<uint64_t>(d);
-    if (ud != 0 && count > limit / ud) overflow = true;
-    count *= ud;  // wraps harmlessly when overflow is set: the result is discarded
+    if (ud == 0) {
+      empty = true;
+      continue;
+    }
+    if (nonzero > limit / ud) overflow = true;
+    nonzero *= ud;  // wraps harmlessly when overflow is set: the result is discarded
   }
-  if (overflow || (itemsize != 0 && count > limit / itemsize))
+  if (overflow || (itemsize != 0 && nonzero > limit / itemsize))
     fail(op, path,
          "element count overflow: shape " + shape_str(shape) + " with " + std::to_string(itemsize) +
-             "-byte items is too large");
-  return static_cast<size_t>(count * itemsize);
+             "-byte items is too large (more than " + std::to_string(limit) + " bytes)");
+  return empty ? 0 : static_cast<size_t>(nonzero * itemsize);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -396,11 +403,23 @@ struct OpenedNpy {
   size_t nbytes;
 };
 
+// Rejects anything but a regular file, saying what it is instead.
+void check_regular(const struct stat& st, const std::string& path) {
+  if (S_ISREG(st.st_mode)) return;
+  const char* what = S_ISDIR(st.st_mode)    ? "a directory"
+                     : S_ISFIFO(st.st_mode) ? "a FIFO"
+                     : S_ISSOCK(st.st_mode) ? "a socket"
+                     : S_ISCHR(st.st_mode)  ? "a character device"
+                     : S_ISBLK(st.st_mode)  ? "a block device"
+                                            : "not a file";
+  fail(kLoad, path, std::string("not a regular file (it is ") + what + ")");
+}
+
 // Reads and validates the header of the open file `fd`, including that the data is all there.
 OpenedNpy read_header(int fd, const std::string& path) {
   struct stat st;
   if (::fstat(fd, &st) != 0) fail(kLoad, path, "cannot stat file: " + errno_str(errno));
-  if (!S_ISREG(st.st_mode)) fail(kLoad, path, "not a regular file");
+  check_regular(st, path);
   const uint64_t file_size = static_cast<uint64_t>(st.st_size);
 
   // Magic, version, and a header length of 2 (version 1.0) or 4 (versions 2.0 and 3.0) bytes.
@@ -430,7 +449,9 @@ OpenedNpy read_header(int fd, const std::string& path) {
          "truncated header: expected " + std::to_string(header_len) + " header bytes, found " +
              std::to_string(after_prefix));
   if (header_len > kMaxHeaderLen)
-    fail(kLoad, path, "corrupt header: implausible header length " + std::to_string(header_len));
+    fail(kLoad, path,
+         "corrupt header: implausible header length " + std::to_string(header_len) +
+             " bytes (at most " + std::to_string(kMaxHeaderLen) + " are read)");
 
   std::string header(static_cast<size_t>(header_len), '\0');
   if (read_at(fd, prefix_len, &header[0], header.size(), path) != header.size())
@@ -450,8 +471,14 @@ OpenedNpy read_header(int fd, const std::string& path) {
   return out;
 }
 
+// Opens only a regular file: the type is checked before opening, since opening a FIFO for reading
+// blocks until a writer comes and opening a device can have effects, and O_NONBLOCK covers a path
+// replaced in between (read_header checks the descriptor's type again).
 int open_for_reading(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0) fail(kLoad, path, "cannot open file: " + errno_str(errno));
+  check_regular(st, path);
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
   if (fd < 0) fail(kLoad, path, "cannot open file: " + errno_str(errno));
   return fd;
 }

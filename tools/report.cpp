@@ -16,6 +16,7 @@
 #include <sstream>
 
 #include "support/error.hpp"
+#include "support/files.hpp"
 
 namespace kiln::report {
 
@@ -179,54 +180,38 @@ double busy_micros(const std::vector<Bar>& bars) {
   return busy;
 }
 
+// Refuses arrays and objects nested deeper than kMaxTraceDepth, before parsing: such values are
+// useless in a trace and costly to handle (finding 7: dumping one into an error message overflowed
+// the stack). A linear scan rather than a parser callback, whose nlohmann implementation rescans
+// the enclosing array at the end of every object (quadratic in the number of events). Brackets in
+// strings do not count; on invalid JSON the count may be off, and the parser reports the text.
+void check_depth(const std::string& text) {
+  int depth = 0;
+  bool in_string = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_string) {
+      if (c == '\\')
+        ++i;  // the escaped character, which may be '"'
+      else if (c == '"')
+        in_string = false;
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > kMaxTraceDepth)
+        throw Error("kiln report: the trace nests arrays and objects more than " +
+                    std::to_string(kMaxTraceDepth) + " deep (at byte " + std::to_string(i) +
+                    "); a Kiln trace nests 4 deep");
+    } else if (c == ']' || c == '}') {
+      --depth;
+    }
+  }
+}
+
 }  // namespace
 
 std::string read_trace(const std::string& path) {
-  auto fail = [&](const std::string& why) -> void {
-    throw Error("kiln report: cannot read the trace '" + path + "': " + why);
-  };
-  const std::string too_large = "larger than " + std::to_string(kMaxTraceBytes) +
-                                " bytes (1 GiB), the most kiln report reads";
-  // Checked before opening: opening a FIFO for reading waits for a writer, and a device may do
-  // anything on open. The descriptor is checked again (the path may have changed in between).
-  auto check = [&](const struct stat& st) {
-    if (S_ISDIR(st.st_mode)) fail("it is a directory, not a trace file");
-    if (!S_ISREG(st.st_mode)) fail("not a regular file (a FIFO, socket or device)");
-    if (static_cast<uint64_t>(st.st_size) > kMaxTraceBytes)
-      fail("the file is " + std::to_string(st.st_size) + " bytes, " + too_large);
-  };
-  struct stat st {};
-  if (::stat(path.c_str(), &st) != 0) fail(std::strerror(errno));
-  check(st);
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
-  if (fd < 0) fail(std::strerror(errno));
-  struct Closer {
-    int fd;
-    ~Closer() { ::close(fd); }
-  } closer{fd};
-  if (::fstat(fd, &st) != 0) fail(std::strerror(errno));
-  check(st);
-  // Read to the end of the file, which may hold more than st_size said (it grew, or it is a
-  // /proc file that reports size 0), but never more than the cap.
-  std::string text;
-  text.resize(static_cast<size_t>(std::max<off_t>(st.st_size, 0)) + 1);
-  size_t got = 0;
-  for (;;) {
-    if (got == text.size()) {
-      if (got > kMaxTraceBytes) fail(too_large);
-      text.resize(std::min<uint64_t>(std::max<size_t>(2 * got, 4096), kMaxTraceBytes + 1));
-    }
-    const ssize_t n = ::read(fd, &text[got], text.size() - got);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      fail(std::strerror(errno));
-    }
-    if (n == 0) break;
-    got += static_cast<size_t>(n);
-  }
-  if (got > kMaxTraceBytes) fail(too_large);
-  text.resize(got);
-  return text;
+  return files::read_regular(path, kMaxTraceBytes, "kiln report: cannot read the trace");
 }
 
 std::string render_svg(const std::string& text, Summary* summary) {
@@ -234,21 +219,11 @@ std::string render_svg(const std::string& text, Summary* summary) {
     throw Error("kiln report: the trace is " + std::to_string(text.size()) +
                 " bytes, larger than " + std::to_string(kMaxTraceBytes) +
                 " bytes (1 GiB), the most kiln report reads");
-  // nlohmann's parser is not recursive, but deeply nested values are useless in a trace and
-  // costly elsewhere: refuse them while parsing.
-  json::parser_callback_t limit_depth = [](int depth, json::parse_event_t event, json&) {
-    if ((event == json::parse_event_t::object_start || event == json::parse_event_t::array_start) &&
-        depth >= kMaxTraceDepth)
-      throw Error("kiln report: the trace nests arrays and objects more than " +
-                  std::to_string(kMaxTraceDepth) + " deep; a Kiln trace nests 4 deep");
-    return true;
-  };
+  check_depth(text);
   json j;
   try {
-    j = json::parse(text, limit_depth);
-  } catch (const Error&) {
-    throw;
-  } catch (const std::exception& e) {
+    j = json::parse(text);
+  } catch (const json::exception& e) {
     // The parser's message quotes the token it stopped in, which may be huge.
     std::string why;
     for (const char* p = e.what(); *p != '\0' && why.size() < 300; ++p) {

@@ -5,20 +5,31 @@
 namespace kiln::detail {
 
 namespace {
-constexpr int kMaxRank = 32;                      // NumPy's limit; kernels index dims in 32 bits
-constexpr int64_t kMaxBlocks = int64_t{1} << 24;  // a plan holds a task per block
+constexpr int kMaxRank = 32;  // NumPy's limit; kernels index dims in 32 bits
 
-// The block grid of a chunking, refusing grids too large to plan.
+// The block grid of a chunking, refusing grids too large to plan and blocks too large to run.
+// Checked arithmetic throughout: a dimension near 2^63 must not wrap a block count (a .npy of
+// shape (0, 2^63 - 1) once did, and planned 2^41 chunks forever).
 Chunks checked_grid(const std::string& op, const Shape& shape, const Shape& block) {
   int64_t blocks = 1;
+  Shape largest(shape.size());  // the largest block
   for (size_t k = 0; k < shape.size(); ++k) {
-    int64_t b = block[k] > 0 ? block[k] : shape[k];
-    int64_t n = b > 0 ? (shape[k] + b - 1) / b : 1;
-    blocks *= std::max<int64_t>(n, 1);
-    if (blocks > kMaxBlocks)
+    largest[k] = block[k] > 0 ? std::min(block[k], shape[k]) : shape[k];
+    int64_t n = largest[k] > 0 ? checked::ceil_div(shape[k], largest[k]) : 1;
+    auto more = checked::mul(blocks, n);
+    if (!more || *more > kMaxBlocks)
       throw Error(op + ": chunks " + shape_str(block) + " split shape " + shape_str(shape) +
                   " into more than " + std::to_string(kMaxBlocks) + " blocks; use larger chunks");
+    blocks = *more;
   }
+  auto elements = checked::product(largest);
+  if (!elements || *elements > kMaxBlockElements)
+    throw Error(
+        op + ": chunks " + shape_str(block) + " of shape " + shape_str(shape) + " make blocks of " +
+        (elements ? count_str(*elements) : "more than 2^63") +
+        " elements, more than one block may hold (2^34 = " + std::to_string(kMaxBlockElements) +
+        "): each block is one task on one core, which would run for hours (or years); "
+        "use smaller chunks, or none (automatic blocks of about 4 million elements)");
   return regular_chunks(shape, block);
 }
 }  // namespace
@@ -27,17 +38,21 @@ Chunks make_chunks(const std::string& op, const Shape& shape, const Shape& block
   if (static_cast<int>(shape.size()) > kMaxRank)
     throw Error(op + ": arrays of rank " + std::to_string(shape.size()) +
                 " are not supported (at most " + std::to_string(kMaxRank) + " dimensions)");
-  int64_t elements = 1;
   for (int64_t d : shape) {
     if (d < 0) throw Error(op + ": negative dimension in shape " + shape_str(shape));
-    if (d > 0 && elements > (int64_t{1} << 62) / d)
-      throw Error(op + ": shape " + shape_str(shape) +
-                  " has more elements than Kiln can index (at most 2^62)");
-    elements *= d;
+    if (d > kMaxElements)
+      throw Error(op + ": dimension " + std::to_string(d) + " of shape " + shape_str(shape) +
+                  " is larger than Kiln can index (at most 2^62)");
   }
+  auto elements = checked::product(shape);
+  if (!elements || *elements > kMaxElements)
+    throw Error(op + ": shape " + shape_str(shape) +
+                " has more elements than Kiln can index (at most 2^62)");
   if (block.empty()) {
-    // Auto: blocks of at most 2^22 elements, splitting the leading dims first.
+    // Auto: blocks of at most 2^22 elements, splitting the leading dims first; an empty array is
+    // one block (nothing to split).
     Shape b(shape.size(), 0);
+    if (*elements == 0) return checked_grid(op, shape, b);
     int64_t budget = int64_t{1} << 22;
     for (size_t k = shape.size(); k-- > 0;) {
       int64_t ext = std::max<int64_t>(shape[k], 1);
@@ -102,6 +117,10 @@ Shape broadcast_shapes(const std::string& op, const Shape& a, const Shape& b) {
                   " " + shape_str(b));
     out[k] = da == 1 ? db : da;
   }
+  auto elements = checked::product(out);
+  if (!elements || *elements > kMaxElements)
+    throw Error(op + ": shapes " + shape_str(a) + " and " + shape_str(b) + " broadcast to " +
+                shape_str(out) + ", which has more elements than Kiln can index (at most 2^62)");
   return out;
 }
 
@@ -134,6 +153,15 @@ int normalize_axis(const std::string& op, int axis, int rank) {
     throw Error(op + ": axis " + std::to_string(axis) + " is out of bounds for an array of rank " +
                 std::to_string(rank));
   return axis < 0 ? axis + rank : axis;
+}
+
+void check_stack(const std::string& op, const Shape& batch) {
+  auto count = checked::product(batch);
+  if (!count || *count > kMaxBlocks)
+    throw Error(op + ": a stack of " + (count ? count_str(*count) : std::string("over 2^63")) +
+                " matrices (batch shape " + shape_str(batch) +
+                "); Kiln builds a call per matrix and takes at most " + std::to_string(kMaxBlocks) +
+                " of them");
 }
 
 std::vector<Slice> index_slices(int64_t flat, const Shape& shape) {

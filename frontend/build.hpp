@@ -5,6 +5,7 @@
 
 #include "ir/node.hpp"
 #include "kiln/kiln.hpp"
+#include "support/checked.hpp"
 
 namespace kiln::detail {
 
@@ -31,5 +32,8 @@ int normalize_axis(const std::string& op, int axis, int rank);
 // Integer indices (Slice::index) selecting the flat position `flat` of an array of `shape`, in C
 // order: one matrix of a stack when `shape` is its batch dims.
 std::vector<Slice> index_slices(int64_t flat, const Shape& shape);
+// A stack of matrices with batch dims `batch` is handled a matrix at a time (a node each): at
+// most kMaxBlocks of them, or a kiln::Error naming op and the batch shape.
+void check_stack(const std::string& op, const Shape& batch);
 
 }  // namespace kiln::detail

@@ -93,6 +93,11 @@ Array from_buffer(const void* data, DType dtype, const Shape& shape, const Shape
 
 Array from_buffer(const void* data, DType dtype, const Shape& shape, const Shape& chunks,
                   std::shared_ptr<const void> owner) {
+  auto elements = checked::product(shape);  // (make_chunks explains a shape that has none)
+  if (elements && !checked::bytes(*elements, dtype_size(dtype)))  // no such buffer can exist
+    throw Error("from_buffer: shape " + shape_str(shape) + " of " + dtype_name(dtype) + " is " +
+                std::to_string(*elements) + " x " + std::to_string(dtype_size(dtype)) +
+                " bytes, more than a 64-bit size can hold");
   Chunks c = make_chunks("from_buffer", shape, chunks);
   if (!data && num_elements(shape) > 0)
     throw Error("from_buffer: data is null for a non-empty shape " + shape_str(shape));
@@ -124,7 +129,7 @@ Array asarray(const NDArray& a, const Shape& chunks) {
 Array load_npy(const std::string& path, const Shape& chunks) {
   MappedNpy m = map_npy(path);
   DType t = dtype_from_npy_descr(m.info.descr, "load_npy('" + path + "')");
-  Chunks c = make_chunks("load_npy", m.info.shape, chunks);
+  Chunks c = make_chunks("load_npy('" + path + "')", m.info.shape, chunks);
   Attrs a = contiguous_view(m.info.shape);
   a.ptr = m.data;
   a.owner = m.owner;

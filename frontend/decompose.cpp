@@ -35,10 +35,11 @@ void check_matrix(LinalgFn f, const Array& a, bool square, bool stack = false) {
 // f applied to each matrix of a stack (..., m, n), its parts stacked back behind the batch dims;
 // a matrix is one call. An empty stack still calls f once, on its first matrix's shape, to learn
 // the parts' shapes.
-std::vector<Array> per_matrix(const Array& a,
+std::vector<Array> per_matrix(const std::string& op, const Array& a,
                               const std::function<std::vector<Array>(const Array&)>& f) {
   if (a.ndim() == 2) return f(a);
   Shape batch(a.shape().begin(), a.shape().end() - 2);
+  check_stack(op, batch);
   const int64_t count = num_elements(batch);
   std::vector<std::vector<Array>> parts;
   for (int64_t q = 0; q < count; ++q) parts.push_back(f(a.slice(index_slices(q, batch))));
@@ -151,7 +152,7 @@ Array rows_of(const std::vector<Array>& blocks) {
 QR qr(const Array& a) {
   check_matrix(LinalgFn::Qr, a, false, true);
   if (a.ndim() > 2) {
-    std::vector<Array> p = per_matrix(a, [](const Array& m) {
+    std::vector<Array> p = per_matrix("linalg.qr", a, [](const Array& m) {
       QR f = qr(m);
       return std::vector<Array>{f.q, f.r};
     });
@@ -172,7 +173,7 @@ QR qr(const Array& a) {
 SVD svd(const Array& a) {
   check_matrix(LinalgFn::Svd, a, false, true);
   if (a.ndim() > 2) {
-    std::vector<Array> p = per_matrix(a, [](const Array& m) {
+    std::vector<Array> p = per_matrix("linalg.svd", a, [](const Array& m) {
       SVD f = svd(m);
       return std::vector<Array>{f.u, f.s, f.vh};
     });
@@ -226,7 +227,8 @@ namespace {
 std::vector<Array> square_call(LinalgFn f, const Array& a) {
   check_matrix(f, a, true, true);
   DType t = float_type(a.dtype());
-  return per_matrix(a, [&](const Array& m) { return call(f, m, nullptr, t); });
+  return per_matrix(std::string("linalg.") + linalg_name(f), a,
+                    [&](const Array& m) { return call(f, m, nullptr, t); });
 }
 
 }  // namespace
@@ -275,6 +277,7 @@ Array solve(const Array& a, const Array& b) {
     Shape ba(a.shape().begin(), a.shape().end() - 2), bb;
     if (b.ndim() >= 2) bb.assign(b.shape().begin(), b.shape().end() - 2);
     Shape batch = broadcast_shapes("linalg.solve", ba, bb);
+    check_stack("linalg.solve", batch);
     Shape sa = batch, sb = batch;
     sa.insert(sa.end(), {m, m});
     if (b.ndim() >= 2) sb.insert(sb.end(), b.shape().end() - 2, b.shape().end());
@@ -319,18 +322,23 @@ Array vector_norm(const Array& x, double ord, int axis, bool keepdims) {
   return pow(pow(v, ord).sum(ax, keepdims), 1.0 / ord);
 }
 
-// Matrix norms over axes (r, c) of x; the singular-value ones need a 2-D x.
+// Matrix norms over axes (r, c) of x, one per matrix of a stack (NumPy's norm with axis=(r, c)).
 Array matrix_norm(const Array& x, const std::string& ord, int r, int c, bool keepdims) {
-  auto keep = [&](const Array& v) {  // a 2-D x's reductions to 0-d, with keepdims
-    return keepdims ? v.reshape({1, 1}) : v;
-  };
   if (ord == "fro") return sqrt((x * x).sum({r, c}, keepdims));
   if (ord == "nuc" || ord == "2" || ord == "-2") {
-    if (x.ndim() != 2)
-      throw Error("linalg.norm: ord='" + ord + "' needs a 2-D array, got shape " +
-                  shape_str(x.shape()));
-    Array s = svd(x).s;
-    return keep(ord == "nuc" ? s.sum() : ord == "2" ? s.max() : s.min());
+    // NumPy's _multi_svd_norm: the singular values of each matrix, axes (r, c) moved last (in
+    // either order: a matrix and its transpose have the same), then their sum, max or min.
+    std::vector<int> perm;
+    for (int d = 0; d < x.ndim(); ++d)
+      if (d != r && d != c) perm.push_back(d);
+    perm.push_back(r);
+    perm.push_back(c);
+    Array s = svd(x.transpose(perm)).s;  // (batch..., min(m, n))
+    Array v = ord == "nuc" ? s.sum({-1}) : ord == "2" ? s.max({-1}) : s.min({-1});
+    if (!keepdims) return v;
+    Shape kept = x.shape();
+    kept[r] = kept[c] = 1;
+    return v.reshape(kept);
   }
   // 1, -1: the largest/smallest column sum of |x|; inf, -inf: the same over rows.
   bool cols = ord == "1" || ord == "-1";

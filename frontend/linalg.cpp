@@ -88,6 +88,7 @@ Array matmul(const Array& a, const Array& b) {
     // Stacks of matrices: batch dims broadcast, one product per matrix of the stack.
     Shape bx(x.shape().begin(), x.shape().end() - 2), by(y.shape().begin(), y.shape().end() - 2);
     Shape batch = broadcast_shapes("matmul", bx, by);
+    check_stack("matmul", batch);
     auto full = [&](const Array& v) {
       Shape s = batch;
       s.insert(s.end(), v.shape().end() - 2, v.shape().end());

@@ -33,17 +33,25 @@ Array reduce(ReduceFn f, const Array& a, std::vector<int> axes, bool keepdims) {
   std::string op = reduce_name(f);
   if (!a.node()) throw Error(op + ": operand is an empty (default-constructed) Array");
   int rank = a.ndim();
+  const bool arg = f == ReduceFn::ArgMin || f == ReduceFn::ArgMax;
+  if (rank == 0) {
+    // NumPy 2's reductions of a 0-d array take the integer axis 0 or -1 as no axis (the value
+    // itself: np.sum(np.float64(3), axis=0) is 3.0, np.argmax(..., axis=-1) is 0), except mean
+    // (and var, std), which raise.
+    if (axes.size() == 1 && (axes[0] == 0 || axes[0] == -1) && f != ReduceFn::Mean) axes.clear();
+    if (arg && axes.empty()) return reduce(f, a.reshape({1}), {}, false);  // index 0
+  }
   std::vector<bool> reduced(rank, axes.empty());
   for (int ax : axes) {
     int k = normalize_axis(op, ax, rank);
     if (reduced[k]) throw Error(op + ": duplicate value in axes: " + std::to_string(ax));
     reduced[k] = true;
   }
-  int64_t count = 1;
+  Shape folded;  // the reduced dims (whose product passes 2^62 only when a kept dim is 0)
   for (int k = 0; k < rank; ++k)
-    if (reduced[k]) count *= a.shape()[k];
-  if (count == 0 &&
-      (f == ReduceFn::Min || f == ReduceFn::Max || f == ReduceFn::ArgMin || f == ReduceFn::ArgMax))
+    if (reduced[k]) folded.push_back(a.shape()[k]);
+  const int64_t count = checked::product(folded).value_or(INT64_MAX);
+  if (count == 0 && (f == ReduceFn::Min || f == ReduceFn::Max || arg))
     throw Error(op + ": zero-size reduction over array of shape " + shape_str(a.shape()) +
                 ", which has no identity");
   Shape shape;
@@ -95,11 +103,9 @@ Array Array::any(std::vector<int> ax, bool kd) const {
 }
 
 Array Array::argmin(std::optional<int> axis, bool kd) const {
-  if (!axis && ndim() == 0) return reduce(ReduceFn::ArgMin, reshape({1}), {}, false);  // ()
   return reduce(ReduceFn::ArgMin, *this, axis ? std::vector<int>{*axis} : std::vector<int>{}, kd);
 }
 Array Array::argmax(std::optional<int> axis, bool kd) const {
-  if (!axis && ndim() == 0) return reduce(ReduceFn::ArgMax, reshape({1}), {}, false);  // ()
   return reduce(ReduceFn::ArgMax, *this, axis ? std::vector<int>{*axis} : std::vector<int>{}, kd);
 }
 

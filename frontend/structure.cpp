@@ -22,7 +22,7 @@ int64_t normalize_slice(const Slice& s, int64_t n, int64_t* start) {
     b = std::min(b, n);
     e = std::min(e, n);
     *start = b;
-    return e > b ? (e - b + step - 1) / step : 0;
+    return e > b ? checked::ceil_div(e - b, step) : 0;  // (e - b + step - 1) wrapped near 2^63
   }
   b = s.start ? *s.start : n - 1;
   e = s.stop ? *s.stop : -n - 1;
@@ -31,7 +31,10 @@ int64_t normalize_slice(const Slice& s, int64_t n, int64_t* start) {
   b = std::min(b, n - 1);
   e = std::min(e, n - 1);
   *start = b;
-  return b > e ? (b - e + (-step) - 1) / (-step) : 0;
+  if (b <= e) return 0;
+  // -step in unsigned arithmetic: step may be INT64_MIN, whose negation overflows int64.
+  const uint64_t down = 0 - static_cast<uint64_t>(step), span = static_cast<uint64_t>(b - e);
+  return static_cast<int64_t>(span / down + (span % down != 0 ? 1 : 0));
 }
 
 // The chunks of a strided selection: each source block keeps the elements it holds.
@@ -89,6 +92,9 @@ Array Array::slice(const std::vector<Slice>& index) const {
       count = normalize_slice(s, n, &start);
     }
     if (count == 0) start = 0;
+    // A selection of at most one element has no step: keeping a huge one (x[::2**62]) would make
+    // the passes multiply it into strides, where it overflows.
+    if (count <= 1) step = 1;
     identity &= (start == 0 && step == 1 && count == n);
     attrs.ints.push_back(start);
     attrs.ints.push_back(step);
@@ -144,7 +150,11 @@ Array Array::reshape(Shape new_shape) const {
     } else if (new_shape[k] < 0) {
       throw Error("reshape: negative dimension in shape " + shape_str(new_shape));
     } else {
-      known *= new_shape[k];
+      auto more = checked::mul(known, new_shape[k]);
+      if (!more || *more > kMaxElements)  // (an inferred dim could not make it size() then)
+        throw Error("reshape: cannot reshape array of size " + std::to_string(size()) +
+                    " into shape " + shape_str(new_shape));
+      known = *more;
     }
   }
   if (infer >= 0) {
@@ -218,7 +228,11 @@ Array concatenate(const std::vector<Array>& arrays, int axis) {
   chunks[axis].clear();
   std::vector<NodeRef> inputs;
   for (const auto& a : arrays) {
-    shape[axis] += a.shape()[axis];
+    auto more = checked::add(shape[axis], a.shape()[axis]);
+    if (!more || *more > kMaxElements)
+      throw Error("concatenate: the inputs' lengths along axis " + std::to_string(axis) +
+                  " add up to more than Kiln can index (at most 2^62)");
+    shape[axis] = *more;
     for (int64_t c : a.chunks()[axis])
       if (c > 0) chunks[axis].push_back(c);
     inputs.push_back(cast_node(a.node(), t));

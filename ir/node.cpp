@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <unordered_set>
 
+#include "support/checked.hpp"
 #include "support/error.hpp"
 #include "support/hash.hpp"
 
@@ -201,6 +202,29 @@ Context& Context::global() {
   return *ctx;
 }
 
+namespace {
+// Every node's sizes are representable, whatever built it (a broadcast of two vectors, an outer
+// product, a concatenation): at most 2^62 elements, each dimension too, and at most 2^24 blocks
+// (a plan holds a task per block). Checked arithmetic: the products must not wrap.
+void check_sizes(const Node& n) {
+  auto elements = checked::product(n.shape);
+  bool dims_ok = true;
+  for (int64_t d : n.shape) dims_ok = dims_ok && d <= kMaxElements;
+  if (!elements || *elements > kMaxElements || !dims_ok)
+    throw Error(std::string(op_name(n.op)) + ": shape " + shape_str(n.shape) + " of " +
+                dtype_name(n.dtype) + " has more elements than Kiln can index (at most 2^62)");
+  std::vector<int64_t> grid;
+  for (const auto& c : n.chunks) grid.push_back(static_cast<int64_t>(c.size()));
+  auto blocks = checked::product(grid);
+  if (!blocks || *blocks > kMaxBlocks)
+    throw Error(std::string(op_name(n.op)) + ": an array of shape " + shape_str(n.shape) +
+                " in chunks " + chunks_str(n.chunks) + " has " +
+                (blocks ? count_str(*blocks) : std::string("more than 2^63")) +
+                " blocks, more than a plan may hold (" + std::to_string(kMaxBlocks) +
+                "); rechunk an operand to larger chunks");
+}
+}  // namespace
+
 NodeRef Context::make(Op op, DType dtype, Shape shape, Chunks chunks, std::vector<NodeRef> inputs,
                       Attrs attrs) {
   auto node = std::make_shared<Node>();
@@ -210,6 +234,7 @@ NodeRef Context::make(Op op, DType dtype, Shape shape, Chunks chunks, std::vecto
   node->chunks = std::move(chunks);
   node->inputs = std::move(inputs);
   node->attrs = std::move(attrs);
+  check_sizes(*node);
   node->hash = node_hash(*node);
   NodeRef found;
   {
@@ -319,6 +344,7 @@ Chunks regular_chunks(const Shape& shape, const Shape& block) {
       c[d] = {0};
       continue;
     }
+    b = std::min(b, shape[d]);  // so s + b cannot pass 2^63
     for (int64_t s = 0; s < shape[d]; s += b) c[d].push_back(std::min(b, shape[d] - s));
   }
   return c;

@@ -21,6 +21,7 @@
 #include "ir/element.hpp"
 #include "runtime/device.hpp"
 #include "runtime/memory.hpp"
+#include "support/checked.hpp"
 #include "support/error.hpp"
 
 namespace kiln {
@@ -153,6 +154,7 @@ class Run {
                     ", or copy it to the host (NDArray::to_host)");
     }
     if (m) start_devices(be, *m, devices);
+    check_host_memory();
   }
 
   ~Run() {
@@ -427,6 +429,37 @@ class Run {
         release_reader(op->array);
       else if ((*reads)[read].block >= 0)
         release_block_reader(op->array, (*reads)[read].block);
+    }
+  }
+
+  // Every buffer this run will allocate on the host fits the machine's memory, and so do the
+  // outputs together: checked before anything is allocated, so that a size the machine cannot
+  // hold is an error naming the array, not an allocation that fails halfway through the run (or
+  // succeeds on overcommitted pages and ends in the OOM killer).
+  void check_host_memory() const {
+    const uint64_t memory = static_cast<uint64_t>(usable_memory());
+    uint64_t outputs = 0;
+    for (size_t a = 0; a < p_.arrays.size(); ++a) {
+      const PlanArray& arr = p_.arrays[a];
+      if (arr.blocked) {  // one buffer per block of its producer (on a device in device plans)
+        if (arena_) continue;
+        Shape largest;
+        for (const auto& c : p_.groups[arr.producer].chunks)
+          largest.push_back(c.empty() ? 0 : *std::max_element(c.begin(), c.end()));
+        // At most the array's elements: its bytes were checked by the plan.
+        uint64_t bytes = static_cast<uint64_t>(num_elements(largest)) * dtype_size(arr.dtype);
+        if (bytes > memory)
+          throw memory_error("a block " + shape_str(largest) + " of " + node_label(*arr.node),
+                             bytes, memory);
+        continue;
+      }
+      const bool host = !arena_ || host_homed_[a] || (arr.output >= 0 && !keep_);
+      if (!host) continue;
+      if (arr.bytes > memory)
+        throw memory_error((arr.output >= 0 ? "the output " : "") + node_label(*arr.node),
+                           arr.bytes, memory);
+      if (arr.output >= 0) outputs += arr.bytes;  // each below 2^63: no wrap before the check
+      if (outputs > memory) throw memory_error("the outputs together", outputs, memory);
     }
   }
 
@@ -803,7 +836,10 @@ class Run {
         int64_t elems = 1;
         for (int d = 0; d < r; ++d) elems *= ext[d];
         auto& buf = blocks_[arr.block_offset + task.block];
-        size_t bytes = static_cast<size_t>(elems) * dtype_size(arr.dtype);
+        // At most the array's bytes, which the plan checked fit (checked::bytes) before any run.
+        auto checked_bytes = checked::bytes(elems, dtype_size(arr.dtype));
+        KILN_CHECK(checked_bytes && *checked_bytes <= arr.bytes, "a block larger than its array");
+        size_t bytes = *checked_bytes;
         if (arena_) {
           buf = arena_->buffer(dev, bytes);
           block_dev_[arr.block_offset + task.block] = dev;

@@ -12,6 +12,8 @@
 
 #include "codegen/library.hpp"
 #include "ir/graph.hpp"
+#include "runtime/memory.hpp"
+#include "support/checked.hpp"
 #include "support/error.hpp"
 #include "support/flags.hpp"
 
@@ -246,6 +248,13 @@ void plan_blocked_arrays(Plan& p) {
 
 }  // namespace
 
+Error memory_error(const std::string& what, uint64_t bytes, uint64_t memory) {
+  const bool plural = what == "the outputs together";
+  return Error("compute: " + what + (plural ? " need " : " needs ") + bytes_str(bytes) +
+               ", more than this machine's memory (" + bytes_str(memory) +
+               "); compute a reduction or a slice of it instead, or use smaller chunks");
+}
+
 std::string storage_summary(const Plan& p) {
   auto placed = [&](const PlanLibrary& l) {
     const Node* out = p.arrays[l.out].node;
@@ -354,6 +363,9 @@ class PlanBuilder {
 
   void run() {
     make_arrays();
+    check_outputs();
+    check_blocks();
+    check_plan_memory();
     compile_kernels();
     make_reductions();
     plan_blocked_arrays(p_);
@@ -370,7 +382,14 @@ class PlanBuilder {
       a.node = b.node;
       a.dtype = b.node->dtype;
       a.shape = b.node->shape;
-      a.bytes = static_cast<size_t>(num_elements(a.shape)) * dtype_size(a.dtype);
+      auto bytes = checked::bytes(num_elements(a.shape), dtype_size(a.dtype));
+      if (!bytes)  // 2^62 elements of 8 bytes: the byte count would wrap (and allocate too little)
+        throw Error("compute: " + node_label(*a.node) + " would need " +
+                    std::to_string(num_elements(a.shape)) + " x " +
+                    std::to_string(dtype_size(a.dtype)) +
+                    " bytes, more than a 64-bit size can hold; it cannot be materialized (a "
+                    "reduction or a slice of it can be computed without it)");
+      a.bytes = *bytes;
       array_of_[b.node] = static_cast<int>(p_.arrays.size());
       p_.arrays.push_back(std::move(a));
     }
@@ -379,6 +398,82 @@ class PlanBuilder {
       if (p_.arrays[a].output < 0) p_.arrays[a].output = static_cast<int>(k);
       p_.output_arrays.push_back(a);
     }
+  }
+
+  // compute()'s outputs are whole buffers on the host (on plans without device memory): each
+  // and all together must fit the machine's memory. Checked before anything is compiled; the run
+  // checks every buffer it will allocate again (runtime/execute.cpp: check_host_memory).
+  void check_outputs() const {
+    if (be_.memory()) return;  // device plans: where outputs live is the run's choice
+    const uint64_t memory = static_cast<uint64_t>(usable_memory());
+    uint64_t all = 0;
+    for (const PlanArray& a : p_.arrays) {
+      if (a.output < 0) continue;
+      if (a.bytes > memory)
+        throw memory_error("the output " + node_label(*a.node), a.bytes, memory);
+      all += a.bytes;  // each below 2^63 (make_arrays), so the sum of two cannot wrap
+      if (all > memory) throw memory_error("the outputs together", all, memory);
+    }
+  }
+
+  // Every kernel block is one task: one of more than kMaxBlockElements elements (a chunking that
+  // a broadcast or an outer product made: make_chunks refuses such chunks from users) would run
+  // for hours, or years. Refused before anything is compiled or allocated.
+  void check_blocks() const {
+    for (const Group& grp : f_.groups) {
+      if (grp.library) continue;  // BLAS/LAPACK calls: bounded by their operands' memory
+      Shape largest;
+      for (const auto& c : grp.chunks)
+        largest.push_back(c.empty() ? 0 : *std::max_element(c.begin(), c.end()));
+      auto elements = checked::product(largest);
+      if (elements && *elements <= kMaxBlockElements) continue;
+      throw Error("compute: " + node_label(*grp.outputs[0].target) + " is computed in blocks of " +
+                  shape_str(largest) + " (chunks " + chunks_str(grp.chunks) + "), " +
+                  (elements ? count_str(*elements) : std::string("over 2^63")) +
+                  " elements each, more than one block may hold (2^34 = " +
+                  std::to_string(kMaxBlockElements) +
+                  "): each block is one task on one core, which would run for hours (or years); "
+                  "rechunk the operands to smaller chunks");
+    }
+  }
+
+  // Planning memory is bounded: the plan's tasks, partials, edges and the run's state cost about
+  // kPlanBytesPerBlock per block of each group, plus kPlanBytesPerPartial per block and reduction
+  // output. Measured (peak RSS, /usr/bin/time): `kiln run diamond --chunk 1` (one group, one
+  // reduction) grows by 424 bytes a block from --size 1024 to 2048 and by 330 from 2048 to 4096
+  // (6.0 GB at 4096: 2^24 blocks); trig-identity (two reductions) by 507; random-sum
+  // --resident's persist (a store, no reduction) by 369; diamond --no-fuse (six groups, one
+  // reduction) by 1754, 292 a group block. A plan whose estimate passes 1 / kPlanMemoryDivisor of
+  // the machine's memory is refused with the figure before anything is built or compiled (2^24
+  // blocks of one reduction: 7.0e9 bytes, 6.6 GiB).
+  static constexpr int64_t kPlanBytesPerBlock = 330;
+  static constexpr int64_t kPlanBytesPerPartial = 90;
+  static constexpr int64_t kPlanMemoryDivisor = 2;  // at most half of the machine's memory
+
+  void check_plan_memory() const {
+    int64_t blocks = 0, estimate = 0;
+    for (const Group& grp : f_.groups) {
+      std::vector<int64_t> grid;
+      for (const auto& c : grp.chunks) grid.push_back(static_cast<int64_t>(c.size()));
+      int64_t n = checked::product(grid).value_or(INT64_MAX / 4);
+      int64_t per = kPlanBytesPerBlock;
+      if (grp.library && grp.outputs[0].value->op == Op::MatMul)  // a call per contraction split
+        per *= std::max<int64_t>(
+            1, static_cast<int64_t>(grp.outputs[0].value->in(0)->chunks[1].size()));
+      for (const GroupOutput& o : grp.outputs) per += o.reduce ? kPlanBytesPerPartial : 0;
+      blocks = checked::add(blocks, n).value_or(INT64_MAX / 4);
+      estimate = checked::add(estimate, checked::mul(n, per).value_or(INT64_MAX / 4))
+                     .value_or(INT64_MAX / 4);
+    }
+    const int64_t memory = usable_memory();
+    if (estimate <= memory / kPlanMemoryDivisor) return;
+    const size_t groups = f_.groups.size();
+    throw Error("compute: the plan has " + count_str(blocks) + " blocks (in " +
+                std::to_string(groups) + (groups == 1 ? " fused group" : " fused groups") +
+                ") and would need about " + bytes_str(static_cast<uint64_t>(estimate)) +
+                " to plan and schedule (" + std::to_string(kPlanBytesPerBlock) +
+                " bytes or more a block), more than half of this machine's memory, " +
+                bytes_str(static_cast<uint64_t>(memory)) + "; use larger chunks (fewer blocks)");
   }
 
   // Each fused group: lowered to kernel IR, compiled by the device's backend, its block grid,
@@ -458,8 +553,10 @@ class PlanBuilder {
         // Result strides per domain dim (0 on the reduced dims), and the elements per result.
         r.out_strides = go.target->result_strides();
         uint32_t mask = g.lowered.kernel.outputs[o].reduced_mask;
+        Shape folded;  // their product passes 2^62 only in an empty domain (no result)
         for (size_t d = 0; d < grp.domain.size(); ++d)
-          if ((mask >> d) & 1u) r.count *= grp.domain[d];
+          if ((mask >> d) & 1u) folded.push_back(grp.domain[d]);
+        r.count = checked::product(folded).value_or(INT64_MAX);
         g.output_arrays.push_back(static_cast<int>(p_.reduces.size()));
         p_.reduces.push_back(std::move(r));
       }

@@ -12,6 +12,7 @@
 #include "ir/fused.hpp"
 #include "ir/linalg.hpp"
 #include "ir/view.hpp"
+#include "support/error.hpp"
 
 namespace kiln {
 
@@ -193,6 +194,10 @@ struct Plan {
 
 // Builds the plan for a fused template graph, its kernels compiled by the device's backend.
 std::unique_ptr<Plan> build_plan(FusedGraph fused, Device device, std::ostream* kernel_dump);
+
+// The kiln::Error for a buffer of `bytes` (named by `what`: "the output <node>", "a block ... of
+// <node>", "the outputs together") that the machine's memory, `memory` bytes, cannot hold.
+Error memory_error(const std::string& what, uint64_t bytes, uint64_t memory);
 
 // How each materialized array is stored (per block, or one buffer and why), and what each library
 // call runs, for --emit-ir.

@@ -3,8 +3,10 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <limits>
 
 #include "kiln/glm.hpp"
+#include "support/npy.hpp"
 
 namespace kiln::workloads {
 
@@ -37,14 +39,11 @@ Array leaf(const NDArray& keep, const Shape& chunks) {
 std::vector<NDArray> glm_data(glm::Family family, int64_t n, int64_t c, int64_t p,
                               const ComputeOptions& opt) {
   random::Generator rng(0);
-  Array x = rng.normal(0, 1, {n, p}, {c, p});
-  std::vector<double> w(p);
-  double norm = 0;
-  for (int64_t j = 0; j < p; ++j) {
-    w[j] = static_cast<double>(j % 7 - 3) / 3;
-    norm += w[j] * w[j];
-  }
-  Array eta = (x * from_buffer(w.data(), {1, p})).sum({1});
+  Array x = rng.normal(0, 1, {n, p}, {c, p});  // checks the sizes before anything is allocated
+  // w is lazy too (no host vector of p doubles: --cols 2147483647 once allocated 16 GB before any
+  // check), the same values: int64 j % 7 - 3, converted, divided by 3.
+  Array w = ((arange(p) % 7 - 3).astype(DType::Float64) / 3.0).reshape({1, p});
+  Array eta = (x * w).sum({1});
   Array y;
   switch (family) {
     case glm::Family::Logistic:
@@ -53,9 +52,15 @@ std::vector<NDArray> glm_data(glm::Family family, int64_t n, int64_t c, int64_t 
     case glm::Family::Normal:
       y = eta + rng.normal(0, 1, {n}, {c});
       break;
-    case glm::Family::Poisson:
+    case glm::Family::Poisson: {
+      double norm = 0;  // |w|^2, summed in order on the host (O(p): Poisson only)
+      for (int64_t j = 0; j < p; ++j) {
+        double wj = static_cast<double>(j % 7 - 3) / 3;
+        norm += wj * wj;
+      }
       y = floor(exp(eta / std::sqrt(norm)) + rng.uniform(0, 1, {n}, {c}));
       break;
+    }
   }
   return compute({x, y}, opt);
 }
@@ -91,7 +96,11 @@ std::vector<double> glm_workload(const SolveArgs& a, const ComputeOptions& opt, 
   std::vector<NDArray> data;
   if (!a.input.empty()) {
     X = load_npy(a.input + "/X.npy", {a.c, a.cols}).persist();
-    y = load_npy(a.input + "/y.npy", {a.c}).persist();
+    const std::string y_path = a.input + "/y.npy";
+    if (NpyInfo h = read_npy_header(y_path); h.shape.size() != 1)
+      throw Error("kiln run glm: '" + y_path + "' has shape " + shape_str(h.shape) +
+                  "; y must be 1-D, one label per row of X.npy");
+    y = load_npy(y_path, {a.c}).persist();
   } else {
     data = glm_data(o.family, a.n, a.c, a.cols, opt);
     X = leaf(data[0], {a.c, a.cols});
@@ -119,7 +128,9 @@ std::vector<double> svd_workload(const SolveArgs& a, const ComputeOptions& opt, 
   double err =
       compute({linalg::norm(matmul(u * s, vh) - x) / linalg::norm(x)}, opt)[0].item<double>();
   std::vector<double> out;
-  for (int64_t q = 0; q < 5; ++q) out.push_back(q < r[1].size() ? r[1].at(q) : 0.0);
+  // s0..s4; NaN (JSON null) past the K singular values there are, not a made-up 0.
+  for (int64_t q = 0; q < 5; ++q)
+    out.push_back(q < r[1].size() ? r[1].at(q) : std::numeric_limits<double>::quiet_NaN());
   out.push_back(err);
   return out;
 }

@@ -203,3 +203,26 @@ TEST(HostileCli, ASingleWorkersTraceNamesItWorkerZero) {
   EXPECT_EQ(text.find("worker 00"), std::string::npos);
   fs::remove_all(dir);
 }
+
+TEST(HostileCli, SvdReportsNoSingularValuesPastTheColumns) {
+  nlohmann::json j = json_of("", "run svd --rows 40 --cols 2 --chunk 20");
+  EXPECT_GT(j["result"].get<double>(), 0);  // s0
+  EXPECT_GT(j["s1"].get<double>(), 0);
+  for (const char* s : {"s2", "s3", "s4"}) EXPECT_TRUE(j[s].is_null()) << s << ": " << j;
+}
+
+TEST(HostileCli, ATwoDimensionalYNamesItsFile) {
+  std::string dir = fresh_dir("glm-2d-y");
+  std::vector<double> x(100 * 3, 0.5), y(100, 1.0);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<double>(i % 7) / 7;
+  kiln::save_npy(dir + "/X.npy", kiln::from_buffer(x.data(), {100, 3}));
+  kiln::save_npy(dir + "/y.npy", kiln::from_buffer(y.data(), {100, 1}));
+  int rc = 0;
+  std::string out = run_env("", "run glm --input " + dir, &rc);
+  EXPECT_EQ(rc, 2) << out;
+  EXPECT_NE(out.find("kiln: kiln run glm: '" + dir +
+                     "/y.npy' has shape (100, 1); y must be 1-D, one label per row of X.npy"),
+            std::string::npos)
+      << out;
+  fs::remove_all(dir);
+}

@@ -86,8 +86,8 @@ TEST(HostileCli, AnEmptyOrRelativeXdgCacheHomeIsIgnored) {
   for (const char* xdg : {"XDG_CACHE_HOME=", "XDG_CACHE_HOME=relative/dir"}) {
     fs::remove_all(home + "/.cache");
     int rc = 0;
-    std::string out = kt::shell("env -C " + home + " -u KILN_CACHE_DIR " + xdg + " HOME=" + home +
-                                    " " + kt::kiln_cli() + " " + kSmall + " 2>&1",
+    std::string out = kt::shell("env -C " + home + " -u KILN_CACHE_DIR KILN_DEVICE=cpu " + xdg +
+                                    " HOME=" + home + " " + kt::kiln_cli() + " " + kSmall + " 2>&1",
                                 &rc);
     ASSERT_EQ(rc, 0) << xdg << ": " << out;
     int entries = 0;

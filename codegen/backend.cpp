@@ -1,10 +1,14 @@
 // The backend registry: the one file that knows every backend.
 #include "codegen/backend.hpp"
 
+#include <cstdio>
+#include <mutex>
 #include "codegen/cpu/jit.hpp"
 #include "codegen/cuda/cuda_backend.hpp"
 #include "codegen/interp/interp.hpp"
+
 #include "support/error.hpp"
+#include "support/flags.hpp"
 
 namespace kiln::backend {
 
@@ -31,6 +35,29 @@ Backend& backend_for(Device d) {
       break;
   }
   throw InternalError(std::string("backend_for: no backend for device ") + device_name(d));
+}
+
+namespace {
+std::mutex g_fallbacks_mu;
+std::vector<std::string> g_fallbacks;
+}  // namespace
+
+void note_host_fallback(Device device, const std::string& call, const std::string& why) {
+  std::string msg = std::string("device ") + device_name(device) + ": " + call +
+                    " calls run on the host, on copies of their operands: " + why;
+  if (device == Device::Cuda && flags().cuda_strict)
+    throw Error(msg + " (KILN_CUDA_STRICT=1 forbids it; KILN_CUDA_LIB_DIR names where the " +
+                "library is)");
+  std::lock_guard<std::mutex> lock(g_fallbacks_mu);
+  for (const auto& m : g_fallbacks)
+    if (m == msg) return;
+  g_fallbacks.push_back(msg);
+  std::fprintf(stderr, "kiln: warning: %s\n", msg.c_str());
+}
+
+std::vector<std::string> host_fallbacks() {
+  std::lock_guard<std::mutex> lock(g_fallbacks_mu);
+  return g_fallbacks;
 }
 
 }  // namespace kiln::backend

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "codegen/kernel_ir.hpp"
 #include "codegen/library.hpp"
@@ -160,7 +161,17 @@ class Backend {
   // Likewise for cuRAND's generator (Engine::Curand arrays); nullptr: cuRAND's host generator
   // fills them on the host.
   virtual DeviceRandom* random() { return nullptr; }
+  // Why this backend's GEMM (lapack: LAPACK) calls run on the host, where blas() (lapack()) is
+  // nullptr on a backend with device memory: the library that could not be loaded.
+  virtual std::string library_missing(bool /*lapack*/) const { return ""; }
 };
+
+// A plan on `device` runs a library call (`call`: "GEMM", "LAPACK") on the host, on copies,
+// because `why`: never silent. A warning on standard error, once per message, and listed by
+// host_fallbacks(); a kiln::Error instead where KILN_CUDA_STRICT=1 and the device is cuda.
+void note_host_fallback(Device device, const std::string& call, const std::string& why);
+// Every message note_host_fallback has warned of in this process, in order.
+std::vector<std::string> host_fallbacks();
 
 // The backend of a device (Default resolved first). Backends live for the process.
 Backend& backend_for(Device d);

@@ -104,6 +104,7 @@ std::vector<NDArray> compute(const std::vector<Array>& arrays, const ComputeOpti
     PipelineOptions po;
     po.fuse = fuse;
     po.row_fusion = rows;
+    po.gpu = device == Device::Cuda || device == Device::CudaEmu;
     po.push_slices = push;
     po.dump = opt.ir;
     FusedGraph fused = run_pipeline(tmpl, po);
@@ -192,6 +193,8 @@ std::string compile_target() { return backend::backend_for(Device::Cpu).target()
 
 std::string device_target(Device d) { return backend::backend_for(d).target(); }
 
+std::vector<std::string> host_fallbacks() { return backend::host_fallbacks(); }
+
 Stats stats() {
   Stats s = t_last;
   for (Device d : {Device::Cpu, Device::Interp, Device::CudaEmu}) {
@@ -221,8 +224,10 @@ void clear_plan_cache() {
 
 NDArray Array::compute() const { return kiln::compute(std::vector<Array>{*this})[0]; }
 
-Array Array::persist() const {
-  NDArray r = compute();
+Array Array::persist() const { return persist(ComputeOptions{}); }
+
+Array Array::persist(const ComputeOptions& options) const {
+  NDArray r = kiln::compute({*this}, options)[0];
   Attrs a;
   a.offset = 0;
   a.strides = c_strides(shape());

@@ -316,7 +316,42 @@ bool intersect(const std::set<const Node*>& a, const std::set<const Node*>& b) {
 // shared data. Groups that share nothing stay apart, as merging them saves no reads and only
 // serializes their blocks (ten one-block slices of X, one per ADMM chunk, would run as one
 // task). Cubic in the number of groups.
-void merge_siblings(FusedGraph* f) {
+// How the CUDA printer splits a group's kernel over the threads of a block
+// (codegen/cuda/cuda_printer.hpp): the dims every reduction keeps, whether it has a row stage,
+// whether every reduction is over the whole domain. A kernel that splits over nothing runs each
+// block on one GPU thread (KernelShape::Mode::Serial), thousands of times slower than its parts.
+struct ThreadSplit {
+  uint64_t keep = ~0ull;
+  bool rows = false, full = true;
+  bool splits() const { return (!rows && full) || keep != 0; }
+};
+
+ThreadSplit thread_split(const Group& g) {
+  const size_t rank = g.domain.size();
+  const uint64_t all = rank >= 64 ? ~0ull : (1ull << rank) - 1;
+  ThreadSplit t;
+  t.keep = all;
+  for (const auto& o : g.outputs) {
+    if (!o.reduce) continue;
+    uint64_t reduced = 0;
+    for (int ax : o.target->reduce_axes()) reduced |= 1ull << ax;
+    t.keep &= all & ~reduced;
+    t.full = t.full && (all & ~reduced) == 0;
+    t.rows = t.rows || o.row;
+  }
+  return t;
+}
+
+ThreadSplit joined(ThreadSplit a, const ThreadSplit& b) {
+  a.keep &= b.keep;
+  a.rows = a.rows || b.rows;
+  a.full = a.full && b.full;
+  return a;
+}
+
+// With `gpu` (kernels printed for cuda and cuda-emu), independent groups over one domain whose
+// merged kernel would run on one thread a block stay apart (x.sum(axis=0) and x.sum(axis=1)).
+void merge_siblings(FusedGraph* f, bool gpu) {
   size_t n = f->groups.size();
   std::vector<std::set<const Node*>> reads(n);
   for (size_t a = 0; a < n; ++a) reads[a] = reads_of(*f, f->groups[a]);
@@ -328,6 +363,8 @@ void merge_siblings(FusedGraph* f) {
         if (reach[d][b]) reach[a][b] = true;
     }
   std::vector<int> merged_into(n, -1);
+  std::vector<ThreadSplit> split(n);  // of everything merged into each group so far
+  for (size_t a = 0; a < n; ++a) split[a] = thread_split(f->groups[a]);
   for (size_t b = 0; b < n; ++b) {
     for (size_t a = 0; a < b; ++a) {
       if (merged_into[a] >= 0) continue;
@@ -342,6 +379,9 @@ void merge_siblings(FusedGraph* f) {
       // Independent both ways. reach[.][a] and reach[a][.] stand for everything merged into a
       // (kept up to date below), so merging can never close a cycle between kernels.
       if (reach[b][a] || reach[a][b]) continue;
+      ThreadSplit both = joined(split[a], split[b]);
+      if (gpu && !both.splits() && split[a].splits() && split[b].splits()) continue;
+      split[a] = both;
       merged_into[b] = static_cast<int>(a);
       reads[a].insert(reads[b].begin(), reads[b].end());
       // a now also needs what b needs, and whatever needed b needs a (and all a needs).
@@ -471,8 +511,10 @@ bool needs(const FusedGraph& f, int from, int to) {
 // absorbs the group P that computes R. R becomes a row output of C: its kernel reduces each row
 // first and then runs the rest over the same row, so `X.T @ f(X @ b)` and `x - x.mean(axis=-1,
 // keepdims=True)` read their data once. P must have no row outputs itself (one level), neither
-// may generate random values, and no other group may stand between them (a cycle).
-void merge_rows(FusedGraph* f) {
+// may generate random values, and no other group may stand between them (a cycle). With `gpu`,
+// not where the merged kernel would run on one thread a block (X.T @ f(X @ b): its reduction
+// over rows keeps the columns, the row stage the rows): a GPU reads X twice instead.
+void merge_rows(FusedGraph* f, bool gpu) {
   for (bool changed = true; changed;) {
     changed = false;
     for (size_t c = 0; c < f->groups.size() && !changed; ++c) {
@@ -509,6 +551,9 @@ void merge_rows(FusedGraph* f) {
           if (!o.row) merged.outputs.push_back(o);
         for (const auto& o : gp.outputs)
           if (!sc.read.count(o.target.get())) merged.outputs.push_back(o);
+        if (gpu && !thread_split(merged).splits() && thread_split(gc).splits() &&
+            thread_split(gp).splits())
+          continue;
         f->groups[c] = std::move(merged);
         f->groups.erase(f->groups.begin() + p);
         compute_deps(f);
@@ -541,7 +586,7 @@ void sort_groups(FusedGraph* f) {
 
 }  // namespace
 
-FusedGraph fuse(const Graph& g, bool enabled, bool row_fusion) {
+FusedGraph fuse(const Graph& g, bool enabled, bool row_fusion, bool gpu) {
   FusedGraph f;
   f.graph = g;
   std::vector<const Node*> order = topo_order(g.outputs);
@@ -549,8 +594,8 @@ FusedGraph fuse(const Graph& g, bool enabled, bool row_fusion) {
   make_groups(g, order, find_boundaries(g, order, enabled), &f);
   // Merging is cubic in the number of groups; fused graphs have few, so cap it.
   if (enabled && f.groups.size() <= 512) {
-    merge_siblings(&f);
-    if (row_fusion) merge_rows(&f);
+    merge_siblings(&f, gpu);
+    if (row_fusion) merge_rows(&f, gpu);
     sort_groups(&f);
   }
   return f;

@@ -9,6 +9,8 @@
 // X once; docs/KERNEL_IR.md §8.7).
 // A group also ends where its estimated size passes a limit (compile time grows faster than the
 // kernel): that boundary's reason is "kernel size limit".
+// For a GPU (`gpu`: cuda and cuda-emu, whose kernels the CUDA printer splits over threads by the
+// dims their reductions keep), merges that would leave a kernel no such dim are not made.
 // Requires: push_slices has run (views sit on leaves or on materialized nodes).
 #pragma once
 #include <string>
@@ -17,7 +19,7 @@
 
 namespace kiln {
 
-FusedGraph fuse(const Graph& g, bool enabled, bool row_fusion = true);
+FusedGraph fuse(const Graph& g, bool enabled, bool row_fusion = true, bool gpu = false);
 
 // The summary `--emit-ir` prints: nodes before/after, kernels, every boundary and its reason.
 std::string fusion_summary(const FusedGraph& f, size_t nodes_before);

@@ -46,7 +46,7 @@ FusedGraph run_pipeline(const Graph& input, const PipelineOptions& opt) {
   //    --no-push-slices only: fuse materializes the input of a view left on a computed array.
   if (opt.push_slices) g = run_pass("push_slices", g, opt, push_slices);
   // 3. Partition into kernels.
-  FusedGraph f = fuse(g, opt.fuse, opt.row_fusion);
+  FusedGraph f = fuse(g, opt.fuse, opt.row_fusion, opt.gpu);
   if (std::ostream* os = dump_stream(opt)) *os << fusion_summary(f, nodes_before);
   return f;
 }

@@ -10,6 +10,7 @@ namespace kiln {
 struct PipelineOptions {
   bool fuse = true;
   bool row_fusion = true;  // fuse's merge_rows
+  bool gpu = false;        // the plan's device prints CUDA (fuse: no merge into one-thread kernels)
   bool push_slices = true;
   std::ostream* dump = nullptr;  // IR after each pass and the fusion summary
 };

@@ -987,6 +987,13 @@ std::unique_ptr<Plan> build_plan(FusedGraph fused, Device device, std::ostream* 
   plan->device_random = device_library && be.random();
   for (PlanLibrary& l : plan->libraries)
     l.on_device = l.op == Op::Linalg && plan->device_lapack && be.lapack()->runs(l.fn);
+  if (device_library)  // a library the device lacks (cuBLAS, cuSOLVER): said, never silent
+    for (const PlanLibrary& l : plan->libraries) {
+      const bool lapack = l.op == Op::Linalg;
+      if ((l.op == Op::MatMul && !plan->device_blas) || (lapack && !plan->device_lapack))
+        backend::note_host_fallback(plan->device, lapack ? "LAPACK" : "GEMM",
+                                    be.library_missing(lapack));
+    }
   if (be.memory()) place_on_devices(*plan);
   return plan;
 }

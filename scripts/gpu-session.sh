@@ -1,130 +1,251 @@
 #!/usr/bin/env bash
-# The checks of the GPU issue that need a GPU, in one batch, for a session that is lent one (the
-# device tool; DEVELOPERS.md): build and pack here, run there, read the logs back.
+# Everything the GPU issues need a GPU for, in one call of the device tool (DEVELOPERS.md): build
+# and pack here, run there, read one archive and one summary back.
 #
 #   here:   bash scripts/gpu-session.sh pack
-#   there:  run(command="bash scripts/gpu-session.sh run", carry=[".device-pack"], timeout_s=540)
-#           (one call: a session has 15 minutes of device time in all, the machine's start
-#           included; the steps share a budget of KILN_GPU_BUDGET_S seconds, 420 unless set, and
-#           a step that would start past it is skipped and says so in its log, so the call ends
-#           in time to read the logs and rerun a part: `run tests` or `run workloads`)
+#   there:  run(command="bash scripts/gpu-session.sh run", carry=[".device-pack"], timeout_s=600)
 #
-# `run` unpacks the programs (the GPU machine has no LLVM or oneTBB), then, with every log under
-# $OUT (the device tool brings it back): the device (nvidia-smi), the whole test suite with
-# KILN_DEVICE=cuda (NumPy's expectations from the machine's python3), and the issue's workloads
-# on the GPU with their copy counts and compile times, each also with the data generated in the
-# kernel. KILN_GPU_DEVICE=cuda-emu runs the same steps on the emulator (a dry run of this script
-# without a GPU: `KILN_GPU_DEVICE=cuda-emu OUT=/tmp/out bash scripts/gpu-session.sh run`).
+# A session has 15 minutes of device time in all, the machine's start included, so `run` is one
+# pass of about 8 minutes (KILN_GPU_BUDGET_S, 480 unless set) over steps in the order of their
+# value, each with a limit of its own and skipped, saying so, once the budget is spent:
+#   env        nvidia-smi, the CUDA libraries found and their versions, CuPy/JAX versions
+#   doctor     `kiln doctor --device cuda` (where this kiln has it): one line per check
+#   workloads  the issue's workloads, --json --repeat 7, with and without --resident
+#   peers      bench/peers/gpu_peers.py (copy ceiling, CuPy, JAX on the same work), if present
+#   tests      the whole suite with KILN_DEVICE=cuda, one process per test, 16 at once, each with
+#              a timeout; each failure rerun once with KILN_CUDA_SYNC=1
+# `run STEP...` runs only those. Every log is kept: $OUT/summary.txt (the table to read first) and
+# $OUT/logs.tar.xz (everything). KILN_GPU_DEVICE=cuda-emu runs the same steps on the emulator with
+# small sizes: the dry run of this script without a GPU
+# (`KILN_GPU_DEVICE=cuda-emu KILN_GPU_BUDGET_S=30 OUT=/tmp/out bash scripts/gpu-session.sh run`).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 mode="${1:-}"
-phase="${2:-all}"  # run: tests, workloads or all
+[ $# -gt 0 ] && shift
 
 if [ "$mode" = pack ]; then
   set -e
   cmake --build --preset release
-  bash ../shared/tools/device-pack.sh build/release/kiln build/release/kiln_tests \
-    build/release/kiln_bench
+  bash ../shared/tools/device-pack.sh build/release/kiln build/release/kiln_tests
+  # The pack's programs are stripped (the 64 MiB carry limit); the unstripped ones stay in
+  # build/release, and their build ids say which build a trace from the GPU machine belongs to.
+  for p in kiln kiln_tests; do
+    printf '%s %s\n' "$p" "$(readelf -n "build/release/$p" | awk '/Build ID/ {print $3}')"
+  done >.device-pack/build-ids.txt
+  du -sh .device-pack
   exit 0
 fi
-
 if [ "$mode" != run ]; then
-  echo "usage: $0 pack | run [tests|workloads|all]" >&2
+  echo "usage: $0 pack | run [env|doctor|workloads|peers|tests ...]" >&2
   exit 2
 fi
+steps="${*:-env doctor workloads peers tests}"
 
 out="${OUT:-/tmp/kiln-gpu-out}"
-mkdir -p "$out"
+logs="$out/logs"
+mkdir -p "$logs"
 device="${KILN_GPU_DEVICE:-cuda}"
-if [ -d .device-pack ]; then
-  eval "$(bash .device-pack/unpack.sh)"
-  bin=dp
+if [ -d .device-pack ] && [ "$device" = cuda ]; then
+  eval "$(bash .device-pack/unpack.sh)"  # prepends ./dp to LD_LIBRARY_PATH, keeps the rest
+  bin="$PWD/dp"
 else
-  bin=build/release  # the dry run here
+  bin="$PWD/build/release"  # the dry run here
 fi
-export KILN_PYTHON="${KILN_PYTHON:-python3}" KILN_CACHE_DIR="${KILN_CACHE_DIR:-/tmp/kiln-cache}"
-budget="${KILN_GPU_BUDGET_S:-420}"
+# The tests find the CLI, the sources and NumPy (the GPU machine's python3; here, the oracle venv)
+# through these.
+[ "$device" != cuda ] && [ -x .venv/oracle/bin/python ] && : "${KILN_PYTHON:=$PWD/.venv/oracle/bin/python}"
+export KILN_BIN="$bin/kiln" KILN_SOURCE_DIR="$PWD" KILN_PYTHON="${KILN_PYTHON:-python3}"
+export KILN_CACHE_DIR="${KILN_CACHE_DIR:-/tmp/kiln-cache}" KILN_BENCH_BIN=""
+budget="${KILN_GPU_BUDGET_S:-480}"
+summary="$out/summary.txt"
+: >"$summary"
+say() { echo "$*" | tee -a "$summary"; }
 # The seconds a step may take: its own limit ($1) or what is left of the budget, if less; 0 when
 # under 10 s are left (the caller skips the step).
 limit() {
   local left=$((budget - SECONDS))
   if [ "$left" -lt 10 ]; then echo 0; elif [ "$left" -lt "$1" ]; then echo "$left"; else echo "$1"; fi
 }
+want() { [[ " $steps " == *" $1 "* ]]; }
+step_start() { say "== $1 (at ${SECONDS}s of ${budget}s)"; }
 
-{
-  date
-  nvidia-smi 2>&1 | head -20 || echo "no nvidia-smi"
-  timeout 60 "$bin/kiln" run diamond --size 100 --chunk 50 --device "$device" --json 2>&1 | head -3
-} >"$out/device.log"
+# The CUDA libraries where the machine has them: the toolkit's, else NVIDIA's pip wheels
+# (nvidia/*/lib), appended after whatever LD_LIBRARY_PATH already holds. KILN_CUDA_LIB_DIR
+# names them to kiln too.
+if [ "$device" = cuda ]; then
+  wheel_dirs="$(python3 - <<'EOS' 2>/dev/null
+import glob, os
+try:
+    import nvidia
+    for p in nvidia.__path__:
+        print(":".join(sorted(glob.glob(os.path.join(p, "*", "lib")))))
+except Exception:
+    pass
+EOS
+)"
+  wheel_dirs="${wheel_dirs//$'\n'/:}"
+  if [ -n "$wheel_dirs" ]; then
+    export KILN_CUDA_LIB_DIR="${KILN_CUDA_LIB_DIR:+$KILN_CUDA_LIB_DIR:}$wheel_dirs"
+  fi
+fi
 
-if [ "$phase" = all ] || [ "$phase" = tests ]; then
-  # The whole suite on the device (results against NumPy, bit-for-bit checks against the CPU's), in
-  # 8 shards at once: each kernel is compiled by NVRTC on a fresh machine (0.1-0.3 s each).
-  # KILN_GPU_FILTER narrows it (the dry run).
-  shards=8
-  t="$(limit 300)"
-  [ "$t" -gt 0 ] || shards=0  # (timeout 0 would mean no limit)
-  for i in $(seq 0 $((shards - 1))); do
-    KILN_DEVICE="$device" GTEST_TOTAL_SHARDS=$shards GTEST_SHARD_INDEX=$i timeout "$t" \
-      "$bin/kiln_tests" --gtest_brief=1 --gtest_filter="${KILN_GPU_FILTER:-*}" \
-      >"$out/tests-$i.log" 2>&1 &
-  done
-  fails=0
-  codes=""
-  for job in $(jobs -p); do
-    wait "$job" || {
-      codes="$codes $?"
-      fails=$((fails + 1))
-    }
-  done
+if want env; then
+  step_start env
   {
-    [ "$shards" -gt 0 ] || echo "kiln_tests skipped: the budget of $budget s is spent"
-    echo "kiln_tests: $fails of $shards shards failed, exit codes:${codes:- none} (124: past its $t s)"
-    grep -h "FAILED\|Failure" "$out"/tests-*.log | head -100
-    tail -n 3 "$out"/tests-*.log
-  } >"$out/tests.log"
-  rm -f "$out"/tests-*.log
+    date
+    uname -a
+    nvidia-smi 2>&1 || echo "no nvidia-smi"
+    nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm,clocks.max.mem \
+      --format=csv 2>&1
+    echo "LD_LIBRARY_PATH=${LD_LIBRARY_PATH:-}"
+    echo "KILN_CUDA_LIB_DIR=${KILN_CUDA_LIB_DIR:-}"
+    ls -d /usr/local/cuda* 2>&1
+    cat /usr/local/cuda/version.json 2>/dev/null | head -20
+    for l in libcuda.so libnvrtc libnvrtc-builtins libcublas libcublasLt libcusolver libcurand; do
+      echo "-- $l"
+      ldconfig -p | grep "$l" | head -4
+      ls /usr/local/cuda/lib64/$l* 2>/dev/null | head -4
+      libdirs="${KILN_CUDA_LIB_DIR:-}"
+      for d in ${libdirs//:/ }; do ls "$d"/$l* 2>/dev/null | head -2; done
+    done
+    python3 -c 'import numpy, sys; print("python", sys.version.split()[0], "numpy", numpy.__version__)'
+    python3 -c 'import cupy; print("cupy", cupy.__version__, cupy.cuda.runtime.runtimeGetVersion())' 2>&1 | tail -1
+    python3 -c 'import jax; print("jax", jax.__version__, jax.devices())' 2>&1 | tail -1
+    nproc
+    free -g
+    cat .device-pack/build-ids.txt 2>/dev/null
+    # Which libraries one small run loads (the dynamic loader's own account).
+    LD_DEBUG=files timeout -k 3 60 "$bin/kiln" run diamond --size 200 --chunk 100 --device "$device" \
+      --json 2>&1 | grep -E "calling init: .*(cuda|nvrtc|cublas|cusolver|curand|nvJit)|^\{|rror" |
+      sed 's/^ *[0-9]*: *//' | sort -u
+  } >"$logs/env.log" 2>&1
+  grep -E "^\| +[0-9]+ +NVIDIA|Driver Version|^python|^cupy|^jax|calling init|^\{" "$logs/env.log" |
+    head -20 | tee -a "$summary"
 fi
-[ "$phase" = all ] || [ "$phase" = workloads ] || { ls -l "$out"; exit 0; }
 
-# The issue's targets: each workload on the device, median of 5, the report's copies and compile
-# time; then with --resident (data made once, then the expression timed over it).
-workloads=("random-sum --size 20000 --chunk 2000" "random-sum --size 500000 --chunk 10000"
-  "trig-identity --size 10000 --chunk 2000" "diamond --size 10000 --chunk 2000"
-  "svd --size 10000 --cols 1000 --chunk 5000" "matmul --size 4000 --chunk 1000")
-if [ "$device" != cuda ]; then  # the dry run: small sizes
-  workloads=("random-sum --size 200 --chunk 100" "trig-identity --size 200 --chunk 100"
-    "diamond --size 200 --chunk 100" "svd --size 400 --cols 20 --chunk 200"
-    "matmul --size 200 --chunk 100")
+if want doctor; then
+  step_start doctor
+  t="$(limit 120)"
+  if [ "$t" -eq 0 ]; then
+    say "skipped: the budget is spent"
+  elif "$bin/kiln" --help 2>&1 | grep -q '^  doctor'; then
+    timeout -k 3 "$t" "$bin/kiln" doctor --device "$device" >"$logs/doctor.log" 2>&1
+    say "kiln doctor --device $device: exit $?"
+    tail -n 40 "$logs/doctor.log" | tee -a "$summary"
+  else
+    say "this kiln has no doctor"
+  fi
 fi
-{
+
+if want workloads; then
+  step_start workloads
+  # The issue's targets: each workload on the device, --json (times to the nanosecond; the median
+  # of 7 repeats), then with --resident (x made once and kept on the device, the expression timed
+  # over it), then with cuRAND's generator filling x.
+  workloads=("random-sum --size 20000 --chunk 2000" "trig-identity --size 10000 --chunk 2000"
+    "diamond --size 10000 --chunk 2000" "svd --rows 10000 --cols 1000 --chunk 5000"
+    "svd --rows 1000000 --cols 100 --chunk 100000" "matmul --size 4000 --chunk 1000"
+    "logistic-gd --size 1000000 --cols 100 --chunk 100000")
+  small=("random-sum --size 200 --chunk 100" "trig-identity --size 200 --chunk 100"
+    "diamond --size 200 --chunk 100" "svd --rows 400 --cols 20 --chunk 200"
+    "matmul --size 200 --chunk 100")
+  # First the small sizes (did it run at all), then the targets.
+  [ "$device" = cuda ] && workloads=("${small[@]}" "${workloads[@]}")
+  if [ "$device" != cuda ]; then  # the dry run: small sizes
+    workloads=("random-sum --size 200 --chunk 100" "trig-identity --size 200 --chunk 100"
+      "diamond --size 200 --chunk 100" "svd --rows 400 --cols 20 --chunk 200"
+      "matmul --size 200 --chunk 100")
+  fi
   for w in "${workloads[@]}"; do
-    echo "== $w"
-    t="$(limit 120)"
-    [ "$t" -gt 0 ] || { echo "skipped: the budget of $budget s is spent"; continue; }
-    # shellcheck disable=SC2086
-    timeout "$t" "$bin/kiln" run $w --device "$device" --repeat 5 --quiet 2>&1 | tail -12
-    case "$w" in  # svd makes its data before its timed solver; 2 TB cannot be kept
-      svd* | *500000*) continue ;;
-    esac
-    t="$(limit 60)"
-    [ "$t" -gt 0 ] || { echo "--resident skipped: the budget of $budget s is spent"; continue; }
-    # shellcheck disable=SC2086
-    timeout "$t" "$bin/kiln" run $w --device "$device" --repeat 5 --quiet --resident 2>&1 | tail -4
+    for extra in "" "--resident" "--rng curand"; do
+      if [ -n "$extra" ]; then  # svd, matmul and logistic-gd make their data first; 2 TB stays lazy
+        case "$w" in svd* | matmul* | logistic* | *500000*) continue ;; esac
+      fi
+      t="$(limit 45)"
+      if [ "$t" -eq 0 ]; then
+        say "$w $extra: skipped, the budget is spent"
+        continue
+      fi
+      # shellcheck disable=SC2086
+      line="$(timeout -k 3 "$t" "$bin/kiln" run $w $extra --device "$device" --repeat 5 --quiet --json \
+        2>>"$logs/workloads.err" | tail -1)"
+      rc=$?
+      echo "$w $extra: rc $rc $line" >>"$logs/workloads.log"
+      python3 - "$w $extra" "$rc" "$line" <<'EOS' | tee -a "$summary"
+import json, sys
+name, rc, line = sys.argv[1:]
+try:
+    j = json.loads(line)
+    print(f"{name:62s} {j['seconds']*1e3:10.3f} ms  kernels {j.get('kernels')}  "
+          f"compile {j.get('compile_seconds', 0):.2f}s  h2d {j.get('to_device_bytes')}  "
+          f"d2h {j.get('to_host_bytes')}  result {j.get('result')}")
+except Exception:
+    print(f"{name:62s} FAILED rc {rc}: {line[:200]}")
+EOS
+    done
   done
-  # cuRAND's bulk generator against Kiln's own (random::Engine::Curand): x made whole by
-  # curandGenerateNormalDouble / UniformDouble on the device, then the same expression.
-  for w in "${workloads[@]}"; do
-    case "$w" in  # those that generate x (the 2 TB run: the budget)
-      svd* | matmul* | *500000*) continue ;;
-    esac
-    echo "== $w --rng curand"
-    t="$(limit 120)"
-    [ "$t" -gt 0 ] || { echo "skipped: the budget of $budget s is spent"; continue; }
-    # shellcheck disable=SC2086
-    timeout "$t" "$bin/kiln" run $w --device "$device" --repeat 5 --quiet --rng curand 2>&1 |
-      tail -4
-  done
-} >"$out/workloads.log" 2>&1
-date >>"$out/workloads.log"
+  tail -n 20 "$logs/workloads.err" >>"$summary" 2>/dev/null
+fi
+
+if want peers; then
+  step_start peers
+  t="$(limit 150)"
+  if [ "$t" -eq 0 ]; then
+    say "skipped: the budget is spent"
+  elif [ -f bench/peers/gpu_peers.py ]; then
+    KILN_BIN="$bin/kiln" KILN_DEVICE="$device" timeout "$t" python3 bench/peers/gpu_peers.py \
+      >"$logs/peers.log" 2>&1
+    say "gpu_peers.py: exit $?"
+    tail -n 40 "$logs/peers.log" | tee -a "$summary"
+  else
+    say "no bench/peers/gpu_peers.py"
+  fi
+fi
+
+if want tests; then
+  step_start tests
+  t="$(limit 300)"
+  if [ "$t" -eq 0 ]; then
+    say "skipped: the budget is spent"
+  else
+    mkdir -p "$logs/tests"
+    # Every test that computes, one process each (a fault in one is that test's alone), 8 at
+    # once, each at most 150 s (the first H100 run: OpsTable and the GLM suites passed 60 s,
+    # NVRTC compiling each of their kernels) and all within the step's limit. The fuzzers run a few programs
+    # each. Left out by default: the host-side hardening suites (sizes near the host's memory,
+    # damaged caches, hostile command lines), which no GPU changes.
+    "$bin/kiln_tests" --gtest_list_tests \
+      --gtest_filter="${KILN_GPU_FILTER:-*-Sizes*:SizesCli*:CacheFaults*:HostileCli*:NpyHostile*}" |
+      awk '/^[^ ]/ {suite=$1} /^  [^ ]/ {print suite $1}' >"$logs/tests/list.txt"
+    export KILN_DEVICE="$device" KILN_FUZZ_COUNT="${KILN_FUZZ_COUNT:-24}" bin logs
+    run_one() {
+      timeout -k 3 150 "$bin/kiln_tests" --gtest_filter="$1" >"$logs/tests/$1.log" 2>&1
+      echo "$? $1"
+    }
+    export -f run_one
+    timeout -k 3 "$t" xargs -P 8 -I{} bash -c 'run_one "$@"' _ {} <"$logs/tests/list.txt" \
+      >"$logs/tests/results.txt"
+    n="$(wc -l <"$logs/tests/list.txt")"
+    ran="$(wc -l <"$logs/tests/results.txt")"
+    passed="$(grep -c '^0 ' "$logs/tests/results.txt")"
+    skipped="$(grep -l '\[  SKIPPED \]' "$logs"/tests/*.log 2>/dev/null | wc -l)"
+    say "kiln_tests on $device: $n tests, $ran ran, $passed exited 0 ($skipped of them skipped)"
+    grep -v '^0 ' "$logs/tests/results.txt" | sort | tee -a "$summary"
+    # Each failure once more, synchronizing after every launch and copy (names the kernel).
+    grep -v "^0 " "$logs/tests/results.txt" | head -5 | while read -r _ name; do
+      t="$(limit 60)"
+      [ "$t" -gt 0 ] || break
+      KILN_CUDA_SYNC=1 timeout -k 3 "$t" "$bin/kiln_tests" --gtest_filter="$name" \
+        >"$logs/tests/$name.sync.log" 2>&1
+      say "  rerun with KILN_CUDA_SYNC=1: $name exit $?"
+      grep -E "Failure|rror|Expected|Which is|actual" "$logs/tests/$name.log" | head -6 |
+        sed 's/^/    /' | tee -a "$summary"
+    done
+    grep -h "SKIPPED\|Skipped" "$logs"/tests/*.log | sort | uniq -c | sort -rn | head -20 >>"$summary"
+  fi
+fi
+
+pkill -9 -f "$bin/kiln" 2>/dev/null  # nothing of ours outlives the call
+say "== done at ${SECONDS}s"
+tar -C "$out" -cJf "$out/logs.tar.xz" logs && rm -rf "$logs"
 ls -l "$out"

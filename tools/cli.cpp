@@ -147,13 +147,23 @@ Command parse(int argc, const char* const* argv) {
   seeds->add_option("--repeat", seeds_repeat, "repeats per workload (median reported)")
       ->check(int_in(1, kMaxRepeat));
   seeds->add_flag("--quick", seeds_quick, "1/20 of the default sizes, for smoke tests");
+  auto* doctor = app.add_subcommand(
+      "doctor", "check the device: what it is, then small computations against a reference");
+  doctor
+      ->add_option("--device", device,
+                   "cpu (the default: KILN_DEVICE or cpu), interp, cuda-emu or cuda")
+      ->check(device_check);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     c.exit_code = app.exit(e) == 0 ? 0 : 2;  // usage errors exit 2, as kiln::Error does
     return c;
   }
-  c.kind = *list ? Command::List : *report ? Command::Report : *run ? Command::Run : Command::Seeds;
+  c.kind = *list     ? Command::List
+           : *report ? Command::Report
+           : *run    ? Command::Run
+           : *doctor ? Command::Doctor
+                     : Command::Seeds;
   return c;
 }
 

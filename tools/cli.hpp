@@ -28,11 +28,11 @@ struct RunOptions {
 };
 
 struct Command {
-  enum Kind { None, List, Report, Run, Seeds } kind = None;
+  enum Kind { None, List, Report, Run, Seeds, Doctor } kind = None;
   int exit_code = -1;  // >= 0: parsing ended (--help, a usage error, already printed): exit so
   RunOptions run;      // kiln run WORKLOAD ...
   std::string workload;
-  std::string device;             // --device; "": KILN_DEVICE or cpu
+  std::string device;             // run, doctor: --device; "": KILN_DEVICE or cpu
   std::string trace_in, svg_out;  // kiln report TRACE [-o SVG]
   int seeds_repeat = 3;           // kiln seeds [--repeat R] [--quick]
   bool seeds_quick = false;

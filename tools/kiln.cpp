@@ -19,6 +19,7 @@
 #include "support/files.hpp"
 #include "support/flags.hpp"
 #include "tools/cli.hpp"
+#include "tools/doctor.hpp"
 #include "tools/report.hpp"
 #include "tools/workloads.hpp"
 
@@ -166,7 +167,12 @@ Outcome run_workload(const kiln::workloads::Workload& w, const kiln::cli::RunOpt
   if (!w.solve)
     x = w.input(size_of(w, o), chunk_of(w, o),
                 o.curand ? kiln::random::Engine::Curand : kiln::random::Engine::Kiln);
-  if (o.resident) x = x.persist();
+  if (o.resident) {  // on a GPU, kept in device memory: the timed computes read it there
+    kiln::ComputeOptions keep = compute_options(o);
+    keep.progress = false;
+    keep.keep_on_device = true;
+    x = x.persist(keep);
+  }
   for (int r = 0; r < o.repeat; ++r) {
     if (w.solve)
       run_solver_once(w, o, r == 0, ir, &out, &times);
@@ -226,6 +232,7 @@ nlohmann::json to_json(const kiln::workloads::Workload& w, const kiln::cli::RunO
     j["to_host_bytes"] = r.to_host_bytes;
     j["between_devices_bytes"] = r.between_bytes;
     j["peak_device_bytes"] = r.peak_device_bytes;
+    j["host_fallbacks"] = kiln::host_fallbacks();
   }
   return j;
 }
@@ -340,6 +347,11 @@ int kiln_main(int argc, char** argv) {
   if (c.kind == kiln::cli::Command::Report) cmd_report(c.trace_in, c.svg_out);
   if (c.kind == kiln::cli::Command::Run) cmd_run(c.workload, c.run);
   if (c.kind == kiln::cli::Command::Seeds) cmd_seeds(c.seeds_repeat, c.seeds_quick);
+  if (c.kind == kiln::cli::Command::Doctor) {
+    int rc = kiln::doctor::run(kiln::Device::Default);
+    flush_stdout();
+    return rc;
+  }
   flush_stdout();
   return 0;
 }

@@ -10,10 +10,9 @@ namespace kiln::cuda {
 const CurandApi& curand_api() {
   static CurandApi api = [] {
     CurandApi x;
-    void* h = dlopen("libcurand.so.10", RTLD_NOW | RTLD_LOCAL);  // CUDA 11 to 13's soname
-    if (!h) h = open_toolkit_library("libcurand", &x.why);
+    void* h = open_toolkit_library("libcurand", &x.why);  // libcurand.so.10 in CUDA 11 to 13
     if (!h) {
-      x.why = "cuRAND not found (libcurand.so.10; " + x.why + ")";
+      x.why = "cuRAND not found (" + x.why + ")";
       return x;
     }
     x.why.clear();

@@ -15,7 +15,12 @@
 // had one (docs/ARCHITECTURE.md lists what was verified).
 #include <dlfcn.h>
 
+#include <unistd.h>
+
+#include <atomic>
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <initializer_list>
 #include <map>
@@ -33,6 +38,7 @@
 #include "codegen/vector_math.hpp"
 #include "ir/linalg.hpp"
 #include "support/error.hpp"
+#include "support/files.hpp"
 #include "support/flags.hpp"
 
 namespace kiln::cuda {
@@ -49,6 +55,7 @@ using CUfunction = struct CUfunc_st*;
 using CUstream = struct CUstream_st*;
 using CUevent = struct CUevent_st*;
 constexpr int kAttrComputeMajor = 75, kAttrComputeMinor = 76;  // CU_DEVICE_ATTRIBUTE_...
+constexpr int kAttrMultiprocessors = 16;                       // ..._MULTIPROCESSOR_COUNT
 constexpr CUresult kOutOfMemory = 2;                           // CUDA_ERROR_OUT_OF_MEMORY
 constexpr unsigned kStreamNonBlocking = 1;                     // CU_STREAM_NON_BLOCKING
 constexpr unsigned kEventDisableTiming = 2;                    // CU_EVENT_DISABLE_TIMING
@@ -82,6 +89,10 @@ struct Driver {
   CUresult (*get_function)(CUfunction*, CUmodule, const char*) = nullptr;
   CUresult (*launch)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
                      unsigned, CUstream, void**, void**) = nullptr;
+  // Optional (kiln doctor, the target's description).
+  CUresult (*driver_version)(int*) = nullptr;
+  CUresult (*device_name)(char*, int, CUdevice) = nullptr;
+  CUresult (*total_mem)(size_t*, CUdevice) = nullptr;
   std::string why;  // empty: a driver with devices
   int devices = 0;
 };
@@ -99,6 +110,9 @@ const Driver& driver() {
       return x;
     }
     bind(h, "cuGetErrorString", &x.error_string);
+    bind(h, "cuDriverGetVersion", &x.driver_version);
+    bind(h, "cuDeviceGetName", &x.device_name);
+    bind(h, "cuDeviceTotalMem_v2", &x.total_mem);
     CUresult rc = x.init(0);
     if (rc != 0) {
       const char* s = nullptr;
@@ -141,6 +155,32 @@ void check(CUresult rc, const char* call) {
 
 CUdeviceptr dptr(const void* p) { return reinterpret_cast<CUdeviceptr>(p); }
 
+// KILN_CUDA_SYNC=1: waits for `stream` after a launch or copy, so that a fault is reported by
+// the call that caused it (asynchronous errors otherwise surface at a later call). A kernel's
+// fault names it and keeps its source in a file of the temporary directory.
+void sync_check(CUstream stream, const char* what, const std::string* source = nullptr) {
+  if (!flags().cuda_sync) return;
+  CUresult rc = driver().stream_sync(stream);
+  if (rc == 0) return;
+  std::string kept;
+  if (source) {
+    static std::atomic<int> n{0};
+    const char* tmp = std::getenv("TMPDIR");
+    kept = std::string(tmp && tmp[0] == '/' ? tmp : "/tmp") + "/kiln-fault-" +
+           std::to_string(getpid()) + "-" + std::to_string(n++) + ".cu";
+    try {
+      files::write(kept, *source, "device cuda: cannot keep the faulting kernel's source");
+      kept = "; its source: " + kept;
+    } catch (const Error& e) {
+      kept = std::string("; ") + e.what();
+    }
+  }
+  const char* s = nullptr;
+  if (driver().error_string) driver().error_string(rc, &s);
+  throw Error(std::string("device cuda: ") + what + " failed on the device (" + std::to_string(rc) +
+              (s ? std::string(": ") + s : "") + ", KILN_CUDA_SYNC=1)" + kept);
+}
+
 // The devices: primary contexts (made current on the calling thread per call), architectures,
 // streams (one per device: its queue) and status words (the errors kernels raised).
 class Gpus final : public backend::DeviceMemory {
@@ -156,6 +196,7 @@ class Gpus final : public backend::DeviceMemory {
       PerGpu g;
       check(d.primary_ctx(&g.ctx, dev), "cuDevicePrimaryCtxRetain");
       g.arch = major * 10 + minor;
+      if (k == 0) describe(dev);
       check(d.set_current(g.ctx), "cuCtxSetCurrent");
       check(d.stream_create(&g.stream, kStreamNonBlocking), "cuStreamCreate");
       check(d.mem_alloc(&g.status, sizeof(unsigned)), "cuMemAlloc");
@@ -187,6 +228,7 @@ class Gpus final : public backend::DeviceMemory {
   void to_device(int device, void* dst, const void* src, size_t bytes) override {
     use(device);
     check(driver().htod(dptr(dst), src, bytes, stream(device)), "cuMemcpyHtoDAsync");
+    sync_check(stream(device), "a copy to the device (cuMemcpyHtoDAsync)");
   }
   void to_host(int device, void* dst, const void* src, size_t bytes) override {
     use(device);
@@ -200,6 +242,7 @@ class Gpus final : public backend::DeviceMemory {
     use(to);
     check(driver().peer(dptr(dst), context(to), dptr(src), context(from), bytes, stream(to)),
           "cuMemcpyPeerAsync");
+    sync_check(stream(to), "a copy between devices (cuMemcpyPeerAsync)");
     order(to, from);
   }
   void synchronize(int device) override {
@@ -217,6 +260,8 @@ class Gpus final : public backend::DeviceMemory {
   }
 
   void use(int device) const { check(driver().set_current(context(device)), "cuCtxSetCurrent"); }
+  // Device 0 for people: "NVIDIA H100 80GB HBM3, sm_90, 132 SMs, 79.2 GiB; driver 13.0".
+  const std::string& description() const { return description_; }
   CUcontext context(int device) const { return gpus_.at(device).ctx; }
   int arch(int device) const { return gpus_.at(device).arch; }
   CUstream stream(int device) const { return gpus_.at(device).stream; }
@@ -230,6 +275,29 @@ class Gpus final : public backend::DeviceMemory {
     CUstream stream = nullptr;
     CUdeviceptr status = 0;
   };
+  void describe(CUdevice dev) {
+    const Driver& d = driver();
+    char name[256] = {0};
+    if (d.device_name && d.device_name(name, sizeof name - 1, dev) == 0) description_ = name;
+    int major = 0, minor = 0, sms = 0;
+    d.attribute(&major, kAttrComputeMajor, dev);
+    d.attribute(&minor, kAttrComputeMinor, dev);
+    description_ += (description_.empty() ? "sm_" : ", sm_") + std::to_string(major * 10 + minor);
+    if (d.attribute(&sms, kAttrMultiprocessors, dev) == 0)
+      description_ += ", " + std::to_string(sms) + " SMs";
+    size_t bytes = 0;
+    if (d.total_mem && d.total_mem(&bytes, dev) == 0) {
+      char gib[32];
+      std::snprintf(gib, sizeof gib, ", %.1f GiB", bytes / 1073741824.0);
+      description_ += gib;
+    }
+    int v = 0;
+    if (d.driver_version && d.driver_version(&v) == 0)
+      description_ +=
+          "; driver API " + std::to_string(v / 1000) + "." + std::to_string(v % 1000 / 10);
+  }
+
+  std::string description_;
   // Work queued on `then` from now on waits for what is queued on `first` so far.
   void order(int first, int then) const {
     if (first == then) return;
@@ -283,6 +351,7 @@ void launch_grid_stride(CUfunction fn, int64_t items, void** params, CUstream st
                         const char* what) {
   auto grid = static_cast<unsigned>(std::min<int64_t>((items + 255) / 256, 1024));
   check(driver().launch(fn, grid, 1, 1, 256, 1, 1, 0, stream, params, nullptr), what);
+  sync_check(stream, what);
 }
 
 // Folds partials on a GPU: one launch, grid-stride, on the device's stream.
@@ -770,6 +839,7 @@ class GpuKernel final : public backend::Kernel {
     check(d.launch(fn, static_cast<unsigned>(l.grid), 1, 1,
                    static_cast<unsigned>(printed_.shape.block), 1, 1, 0, stream, params, nullptr),
           "cuLaunchKernel");
+    sync_check(stream, "a kernel (cuLaunchKernel)", &printed_.source);
   }
 
  private:
@@ -799,6 +869,9 @@ class GpuBackend final : public backend::Backend {
   backend::DeviceRandom* random() override { return &random_; }
   // Without cuSOLVER, LAPACK calls run on the host, on copies.
   backend::DeviceLapack* lapack() override { return cusolver().why.empty() ? &lapack_ : nullptr; }
+  std::string library_missing(bool lapack) const override {
+    return lapack ? cusolver().why : cublas().why;
+  }
   std::shared_ptr<const backend::Combiner> combiner(ReduceFn fn, DType acc) override {
     std::lock_guard<std::mutex> lock(mu_);
     auto key = std::make_pair(fn, acc);
@@ -836,7 +909,7 @@ class GpuBackend final : public backend::Backend {
   std::string target() const override {
     std::string t = "cuda (" + std::to_string(gpus_.count()) + " device";
     t += gpus_.count() == 1 ? "" : "s";
-    return t + ", sm_" + std::to_string(gpus_.arch(0)) + ", NVRTC " + nvrtc_version() + ")";
+    return t + ": " + gpus_.description() + "; NVRTC " + nvrtc_version() + ")";
   }
 
  private:

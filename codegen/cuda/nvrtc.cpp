@@ -3,6 +3,9 @@
 #include "codegen/cuda/nvrtc.hpp"
 
 #include <dlfcn.h>
+#include <glob.h>
+#include <link.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -68,23 +71,91 @@ const Api& api() {
 
 }  // namespace
 
-void* open_toolkit_library(const std::string& stem, std::string* why) {
-  std::vector<std::string> paths = {stem + ".so.13", stem + ".so.12", stem + ".so"};
+namespace {
+
+std::mutex g_libraries_mu;
+std::vector<std::pair<std::string, std::string>> g_libraries;  // (stem, path) of each loaded
+
+// The file a dlopen handle was loaded from, as the dynamic loader records it.
+std::string loaded_from(void* handle) {
+  struct link_map* map = nullptr;
+  if (dlinfo(handle, RTLD_DI_LINKMAP, &map) == 0 && map && map->l_name) return map->l_name;
+  return "";
+}
+
+std::vector<std::string> globbed(const std::string& pattern) {
+  std::vector<std::string> out;
+  glob_t g{};
+  if (glob(pattern.c_str(), 0, nullptr, &g) == 0)
+    for (size_t k = 0; k < g.gl_pathc; ++k) out.push_back(g.gl_pathv[k]);
+  globfree(&g);
+  return out;
+}
+
+// Where toolkit libraries are looked for, in order ("" stands for the dynamic loader's own
+// search: LD_LIBRARY_PATH, the ld.so cache).
+std::vector<std::string> library_dirs() {
   std::vector<std::string> dirs;
+  const std::string& steer = flags().cuda_lib_dir;
+  for (size_t at = 0; at <= steer.size();) {
+    size_t colon = std::min(steer.find(':', at), steer.size());
+    if (colon > at) dirs.push_back(steer.substr(at, colon - at));
+    at = colon + 1;
+  }
+  dirs.push_back("");
+  std::vector<std::string> roots;
   for (const char* env : {"CUDA_HOME", "CUDA_PATH"})
-    if (const char* h = std::getenv(env)) dirs.push_back(h);
-  dirs.push_back("/usr/local/cuda");
-  for (const auto& d : dirs) {
-    std::string p = d + "/lib64/" + stem + ".so";
-    if (std::find(paths.begin(), paths.end(), p) == paths.end()) paths.push_back(p);  // once each
+    if (const char* h = std::getenv(env); h && h[0] == '/') roots.push_back(h);
+  roots.push_back("/usr/local/cuda");
+  for (const auto& r : roots)
+    for (const char* sub : {"/lib64", "/lib", "/targets/x86_64-linux/lib"}) dirs.push_back(r + sub);
+  // NVIDIA's pip wheels (nvidia-cublas, nvidia-cuda-nvrtc, ...: nvidia/<name>/lib, CUDA 13's
+  // nvidia/cu13/lib) in the active virtual environment, the user's and the system's Pythons.
+  std::vector<std::string> sites;
+  if (const char* v = std::getenv("VIRTUAL_ENV"); v && v[0] == '/')
+    sites.push_back(std::string(v) + "/lib/python3*/site-packages");
+  if (const char* h = std::getenv("HOME"); h && h[0] == '/')
+    sites.push_back(std::string(h) + "/.local/lib/python3*/site-packages");
+  sites.push_back("/usr/local/lib/python3*/dist-packages");
+  sites.push_back("/usr/local/lib/python3*/site-packages");
+  sites.push_back("/usr/lib/python3/dist-packages");
+  for (const auto& site : sites)
+    for (const auto& d : globbed(site + "/nvidia/*/lib")) dirs.push_back(d);
+  return dirs;
+}
+
+}  // namespace
+
+void* open_toolkit_library(const std::string& stem, std::string* why) {
+  // CUDA 13's sonames (cuBLAS 13, cuSOLVER 12, cuRAND 10, NVRTC 13), 12's, then the bare name.
+  static const char* const kVersions[] = {".so.13", ".so.12", ".so.11", ".so.10", ".so"};
+  std::string tried;
+  for (const auto& dir : library_dirs()) {
+    tried += dir.empty() ? " (the loader's search path)" : " " + dir;
+    for (const char* v : kVersions) {
+      std::string path = dir.empty() ? stem + v : dir + "/" + stem + v;
+      if (!dir.empty() && access(path.c_str(), R_OK) != 0) continue;
+      // NVRTC opens its builtins by soname at its first compile: from a directory the loader
+      // does not search, they are loaded first from the same directory (RTLD_GLOBAL).
+      if (stem == "libnvrtc" && !dir.empty())
+        for (const auto& b : globbed(dir + "/libnvrtc-builtins.so.*"))
+          dlopen(b.c_str(), RTLD_NOW | RTLD_GLOBAL);
+      if (void* h = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL)) {
+        std::lock_guard<std::mutex> lock(g_libraries_mu);
+        g_libraries.emplace_back(stem, loaded_from(h));
+        return h;
+      }
+    }
   }
-  for (const auto& p : paths)
-    if (void* h = dlopen(p.c_str(), RTLD_NOW | RTLD_LOCAL)) return h;
-  if (why) {
-    *why = "tried";
-    for (const auto& p : paths) *why += " " + p;
-  }
+  if (why)
+    *why = "looked for " + stem + ".so.{13,12,11,10,} in" + tried +
+           "; KILN_CUDA_LIB_DIR adds directories";
   return nullptr;
+}
+
+std::vector<std::pair<std::string, std::string>> loaded_toolkit_libraries() {
+  std::lock_guard<std::mutex> lock(g_libraries_mu);
+  return g_libraries;
 }
 
 bool nvrtc_available(std::string* why) {

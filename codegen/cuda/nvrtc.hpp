@@ -6,6 +6,8 @@
 #include <dlfcn.h>
 
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace kiln::cuda {
 
@@ -17,10 +19,14 @@ struct NvrtcOutput {
   double seconds = 0;
 };
 
-// dlopen of a CUDA toolkit library by its stem ("libnvrtc", "libcublas"): the CUDA 13 and 12
-// sonames, the bare name, then $CUDA_HOME, $CUDA_PATH and /usr/local/cuda's lib64. Returns the
-// handle, or nullptr with `why` naming the paths tried.
+// dlopen of a CUDA toolkit library by its stem ("libnvrtc", "libcublas"), its CUDA 13 to 10
+// sonames then the bare name, in: KILN_CUDA_LIB_DIR's directories (colon-separated), the dynamic
+// loader's search, lib64/, lib/ and targets/x86_64-linux/lib/ of $CUDA_HOME, $CUDA_PATH and
+// /usr/local/cuda, then NVIDIA's pip wheels (site-packages/nvidia/*/lib). Returns the handle, or
+// nullptr with `why` naming the directories searched.
 void* open_toolkit_library(const std::string& stem, std::string* why);
+// (stem, file) of each library open_toolkit_library has loaded, in load order (kiln doctor).
+std::vector<std::pair<std::string, std::string>> loaded_toolkit_libraries();
 
 // *f = the function `name` of the dlopen handle h; false when the library lacks it.
 template <class F>

@@ -121,6 +121,8 @@ class NDArray {
 struct Node;  // the graph's node (ir/node.hpp), opaque here
 using NodeRef = std::shared_ptr<const Node>;
 
+struct ComputeOptions;
+
 class Array {
  public:
   Array() = default;
@@ -136,6 +138,9 @@ class Array {
   // Computes the array and keeps its blocks: the returned array reads them instead of
   // re-evaluating the expression.
   Array persist() const;
+  // As persist(), computed with `options`: with keep_on_device on a GPU device (cuda, cuda-emu)
+  // the blocks stay in device memory, where later computes on that device read them in place.
+  Array persist(const ComputeOptions& options) const;
 
   Array slice(const std::vector<Slice>& index) const;
   Array operator[](int64_t i) const { return slice({Slice::index(i)}); }
@@ -475,6 +480,9 @@ void clear_plan_cache();
 std::string compile_target();
 // What a device's kernels are made for, e.g. "interpreter, vector math AVX2" (cpu: as above).
 std::string device_target(Device device);
+// The library calls device plans ran on the host because the device lacks the library (a GPU
+// without cuBLAS or cuSOLVER), one message each, as warned on standard error; empty: none.
+std::vector<std::string> host_fallbacks();
 template <class... A, class = std::enable_if_t<(std::is_same_v<A, Array> && ...)>>
 std::vector<NDArray> compute(const Array& a, const A&... rest) {
   return compute(std::vector<Array>{a, rest...});

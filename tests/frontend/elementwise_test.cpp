@@ -192,11 +192,19 @@ TEST(Elementwise, PreciseMathCallsGlibcsScalarFunctions) {
   int64_t fast = y.compute().item<int64_t>();
   NDArray fast_sin = sin(x).compute();
   EXPECT_EQ(kiln::stats().plans_built, plans + 4);  // the flag is part of the plan's key
-  EXPECT_EQ(precise, glibc_count);
+  // On a GPU (KILN_DEVICE=cuda) the kernels call CUDA's sin/cos instead, within 2 ulp of the
+  // exact result by CUDA's documentation (an H100: 93766 of the 120000 are exact, glibc 94986).
+  const bool gpu = flags().device == "cuda";
+  if (!gpu) {
+    EXPECT_EQ(precise, glibc_count);
+  }
   EXPECT_GT(fast, 0);
   for (int64_t k = 0; k < a.size(); ++k) {
     double want = std::sin(a.at(k));
-    ASSERT_EQ(precise_sin.at(k), want) << k;
+    if (gpu)
+      ASSERT_LE(std::fabs(precise_sin.at(k) - want), 4 * (std::nextafter(want, 2.0) - want)) << k;
+    else
+      ASSERT_EQ(precise_sin.at(k), want) << k;
     ASSERT_LE(std::fabs(fast_sin.at(k) - want), 4 * (std::nextafter(want, 2.0) - want)) << k;
   }
 }

@@ -539,3 +539,17 @@ TEST(Cli, ReportNamesTheBadFieldAndEvent) {
   EXPECT_EQ(rc, 2);
   EXPECT_NE(out.find("the trace has no task events"), std::string::npos) << out;
 }
+
+TEST(Cli, ResidentOnADeviceKeepsXInItsMemory) {
+  // --resident on cuda-emu: x is made once into device memory, and the timed computes read it
+  // there (only the partials' starting values go to the device), with the plain run's result.
+  auto json = [](const std::string& extra) {
+    return nlohmann::json::parse(
+        run("run diamond --size 400 --chunk 200 --device cuda-emu --json --quiet " + extra));
+  };
+  nlohmann::json resident = json("--resident --repeat 2"), plain = json("");
+  EXPECT_EQ(resident["result"], plain["result"]) << resident << plain;
+  EXPECT_LT(resident["to_device_bytes"].get<int64_t>(), 1000) << resident;
+  EXPECT_TRUE(resident["host_fallbacks"].is_array() && resident["host_fallbacks"].empty())
+      << resident;
+}

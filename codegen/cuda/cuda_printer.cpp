@@ -691,15 +691,19 @@ kiln_kernel(const __grid_constant__ kiln_args args, void* scratch, unsigned* sta
     last = atomicAdd((unsigned*)scratch, 1u) == gridDim.x - 1;
   }
   __syncthreads();
-  if (last && threadIdx.x == 0) {
-    __threadfence();
-    kiln_acc s = kiln_load_cg(parts);
-    for (unsigned b = 1; b < gridDim.x; ++b) {
+  if (last) {  // the whole last block folds the blocks' partials: thread t those of blocks
+    __threadfence();  // t, t + KILN_BLOCK, ... in order, then the block's tree
+    kiln_acc s;
+    kiln_acc_init(s);
+    for (unsigned b = threadIdx.x; b < gridDim.x; b += KILN_BLOCK) {
       kiln_acc o = kiln_load_cg(parts + b);
       kiln_acc_combine(s, o);
     }
-    kiln_acc_store(I, P, s);
-    *(unsigned*)scratch = 0;
+    s = kiln_block_tree(s);
+    if (threadIdx.x == 0) {
+      kiln_acc_store(I, P, s);
+      *(unsigned*)scratch = 0;
+    }
   }
 )";
     s_ += "}\n";
@@ -722,8 +726,11 @@ extern "C" unsigned kiln_emu_launch(const kiln_i64* I, const double* F, void* co
     }
     parts[b] = kiln_block_tree_emu(lanes);
   }
-  kiln_acc s = parts[0];
-  for (kiln_i64 b = 1; b < grid; ++b) kiln_acc_combine(s, parts[b]);
+  for (int x = 0; x < KILN_BLOCK; ++x) {
+    kiln_acc_init(lanes[x]);
+    for (kiln_i64 b = x; b < grid; b += KILN_BLOCK) kiln_acc_combine(lanes[x], parts[b]);
+  }
+  kiln_acc s = kiln_block_tree_emu(lanes);
   kiln_acc_store(I, P, s);
   delete[] lanes;
   delete[] parts;

@@ -7,8 +7,9 @@
 // Work is split by the kernel's reductions (KernelShape::mode):
 //   Flat    no reduction keeps a dim (and no row stage): virtual thread t of T evaluates the
 //           flat elements t, t + T, ... (grid-stride); full reductions accumulate per thread
-//           (float sums compensated), then combine through the block's tree and, in the last
-//           block to finish, over the blocks in order, into the block's one partial.
+//           (float sums compensated), then combine through the block's tree; the last block
+//           to finish folds the blocks' partials with all its threads (thread t: blocks t,
+//           t + 256, ... in order) and its tree again, into the Kiln block's one partial.
 //   Owned   the dims every reduction keeps (`parallel`) are split over threads; each thread runs
 //           the other dims serially, in the interpreter's order (rows, the row stage, strips of
 //           inner sums), so its partials are its own and bit-identical to the interpreter's.

@@ -3,6 +3,9 @@
 #include <cstdint>
 #include <string>
 
+// Public API (installed: docs/INSTALL.md): exported from libkiln.so, whose other symbols are
+// hidden.
+#pragma GCC visibility push(default)
 namespace kiln {
 
 enum class DType : uint8_t { Bool, Int32, Int64, Float32, Float64 };
@@ -30,3 +33,4 @@ std::string dtype_npy_descr(DType t);
 DType dtype_from_npy_descr(const std::string& descr, const std::string& what);
 
 }  // namespace kiln
+#pragma GCC visibility pop

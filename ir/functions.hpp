@@ -6,6 +6,9 @@
 #include <string>
 #include <vector>
 
+// Public API (installed: docs/INSTALL.md): exported from libkiln.so, whose other symbols are
+// hidden.
+#pragma GCC visibility push(default)
 namespace kiln {
 
 using Shape = std::vector<int64_t>;
@@ -15,22 +18,22 @@ int64_t num_elements(const Shape& s);
 
 enum class UnaryFn : uint8_t {
 #define KILN_UNARY(name, np, result) name,
-#include "ir/ufuncs.def"
+#include "ufuncs.def"
 #undef KILN_UNARY
 };
 enum class BinaryFn : uint8_t {
 #define KILN_BINARY(name, np, result) name,
-#include "ir/ufuncs.def"
+#include "ufuncs.def"
 #undef KILN_BINARY
 };
 enum class ReduceFn : uint8_t {
 #define KILN_REDUCE(name, np) name,
-#include "ir/reduce.def"
+#include "reduce.def"
 #undef KILN_REDUCE
 };
 enum class RandomKind : uint8_t {
 #define KILN_RANDOM(name, np) name,
-#include "ir/random.def"
+#include "random.def"
 #undef KILN_RANDOM
 };
 // Who makes a Random leaf's elements. Kiln: its Philox4x32-10 stream and ziggurat, computed inside
@@ -42,12 +45,12 @@ enum class RandomEngine : uint8_t { Kiln, Curand };
 // How many there are (for loops over every function).
 inline constexpr int kNumUnaryFns = 0
 #define KILN_UNARY(name, np, result) +1
-#include "ir/ufuncs.def"
+#include "ufuncs.def"
 #undef KILN_UNARY
     ;
 inline constexpr int kNumBinaryFns = 0
 #define KILN_BINARY(name, np, result) +1
-#include "ir/ufuncs.def"
+#include "ufuncs.def"
 #undef KILN_BINARY
     ;
 
@@ -67,3 +70,4 @@ inline bool is_comparison(BinaryFn f) { return binary_result(f) == BinaryResult:
 inline bool is_transcendental(UnaryFn f) { return unary_result(f) == UnaryResult::Math; }
 
 }  // namespace kiln
+#pragma GCC visibility pop

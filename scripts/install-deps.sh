@@ -11,7 +11,7 @@ pkgs=(
   libopenblas-dev liblapacke-dev libboost-graph-dev libtbb-dev
   libfmt-dev libcli11-dev nlohmann-json3-dev libdlpack-dev libxxhash-dev
   libgtest-dev libgmock-dev libbenchmark-dev
-  python3-numpy python3-venv
+  python3-numpy python3-venv pkg-config
 )
 if [ "${1:-}" = peers ]; then
   pkgs+=(python3-dask python3-numexpr)

@@ -4,6 +4,9 @@
 #include <cstdint>
 #include <string>
 
+// Public API (installed: docs/INSTALL.md): exported from libkiln.so, whose other symbols are
+// hidden.
+#pragma GCC visibility push(default)
 namespace kiln {
 
 enum class Device : uint8_t {
@@ -36,3 +39,4 @@ Device device_from_name(const std::string& name, const std::string& what);
 Device resolve_device(Device d);
 
 }  // namespace kiln
+#pragma GCC visibility pop

@@ -7,6 +7,9 @@
 #include <string>
 #include <vector>
 
+// Public API (installed: docs/INSTALL.md): exported from libkiln.so, whose other symbols are
+// hidden.
+#pragma GCC visibility push(default)
 namespace kiln {
 
 class Error : public std::runtime_error {
@@ -24,6 +27,7 @@ class InternalError : public std::logic_error {
 std::string shape_str(const std::vector<int64_t>& shape);
 
 }  // namespace kiln
+#pragma GCC visibility pop
 
 #define KILN_CHECK(cond, msg)                                                                   \
   do {                                                                                          \

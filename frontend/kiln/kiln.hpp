@@ -17,6 +17,9 @@
 #include "support/device.hpp"
 #include "support/error.hpp"
 
+// Public API (installed: docs/INSTALL.md): exported from libkiln.so, whose other symbols are
+// hidden.
+#pragma GCC visibility push(default)
 namespace kiln {
 
 // A C++ number used in an array expression. Scalars are weak (NEP 50): `int32_array + 1` stays
@@ -509,3 +512,4 @@ Array from_buffer(const T* data, const Shape& shape, const Shape& chunks) {
 }
 
 }  // namespace kiln
+#pragma GCC visibility pop

@@ -17,6 +17,9 @@
 
 #include "kiln/kiln.hpp"
 
+// Public API (installed: docs/INSTALL.md): exported from libkiln.so, whose other symbols are
+// hidden.
+#pragma GCC visibility push(default)
 namespace kiln::glm {
 
 // The negative log-likelihood (loss), its gradient and Hessian in the linear predictor Xbeta.
@@ -218,3 +221,4 @@ class PoissonRegression : public LinearModel {
 };
 
 }  // namespace kiln::glm
+#pragma GCC visibility pop

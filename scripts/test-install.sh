@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# The installed package, as another project sees it (issue 32): installs the release build into a
+# temporary prefix, then against that prefix alone
+#  - compiles each installed header on its own (-Wall -Wextra -Werror -pedantic, only the prefix
+#    on the include path: an installed header that includes an internal one fails here),
+#  - keeps internal namespaces out of libkiln.so's exported symbols and prints their count,
+#  - configures, builds and runs examples/ (find_package(Kiln)) and one program through
+#    pkg-config, and checks each example's result against the installed `kiln run`'s.
+# Usage: scripts/test-install.sh [build dir, default build/release] (built first by test.sh).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build="${1:-build/release}"
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+prefix="$work/prefix"
+cmake --install "$build" --prefix "$prefix" >/dev/null
+echo "test-install: installed into a temporary prefix:"
+(cd "$prefix" && find . -type f | sort | sed 's/^/  /')
+
+# Each public header alone.
+for h in $(cd "$prefix/include" && find kiln -name '*.hpp' | sort); do
+  echo "#include \"$h\"" >"$work/one.cpp"
+  c++ -std=c++17 -Wall -Wextra -Werror -pedantic -I"$prefix/include" -fsyntax-only "$work/one.cpp" ||
+    { echo "test-install: $h does not compile on its own against the prefix" >&2; exit 1; }
+done
+echo "test-install: every installed header compiles on its own"
+
+# The exported symbols: the public API only.
+lib="$(readlink -f "$prefix/lib/libkiln.so")"
+nm -D --defined-only --demangle "$lib" | awk '{ $1 = ""; $2 = ""; sub(/^  /, ""); print }' \
+  >"$work/symbols.txt"
+count="$(wc -l <"$work/symbols.txt")"
+internal='kiln::(backend|cuda|cpu|interp|kir|vm|kmath|cache|files|process|checked|workloads|detail)::|kiln::(Node|Graph|FusedGraph|Plan|Context|Executor)\b|llvm::|tbb::|XXH'
+if grep -E "$internal" "$work/symbols.txt" | head -20 | grep . ; then
+  echo "test-install: libkiln.so exports internal symbols (above)" >&2
+  exit 1
+fi
+echo "test-install: $(basename "$lib") ($(du -h "$lib" | cut -f1)) exports $count symbols, none internal"
+
+# The examples, built against the prefix alone.
+cmake -S examples -B "$work/examples" -G Ninja -DCMAKE_PREFIX_PATH="$prefix" \
+  -DCMAKE_BUILD_TYPE=Release >/dev/null
+cmake --build "$work/examples" >/dev/null
+kiln="$prefix/bin/kiln"
+check() {  # check NAME EXAMPLE_ARGS -- KILN_RUN_ARGS: the example's numbers = kiln run's
+  local name="$1" ex_args="$2" run_args="$3" fields="$4"
+  got="$("$work/examples/$name" $ex_args)"
+  want="$("$kiln" run $run_args --json --quiet)"
+  python3 - "$got" "$want" "$fields" <<'EOS'
+import json, math, sys
+got, want, fields = sys.argv[1].split(), json.loads(sys.argv[2]), sys.argv[3].split()
+for value, field in zip(got[1:], fields):
+    w = want[field]
+    g = {"true": 1.0, "false": 0.0}.get(value, None)
+    g = float(value) if g is None else g
+    if not math.isclose(g, w, rel_tol=1e-9, abs_tol=1e-12):
+        sys.exit("test-install: %s: %s = %r, kiln run says %r" % (got[0], field, g, w))
+print("  %-40s = kiln run's %s" % (" ".join(got), ", ".join(fields)))
+EOS
+}
+echo "test-install: the examples against the installed kiln run:"
+check random_sum "400 100" "random-sum --size 400 --chunk 100" "result"
+check diamond "500 100" "diamond --size 500 --chunk 100" "result"
+check trig_identity "300 100" "trig-identity --size 300 --chunk 100" "result count"
+check svd "2000 500 40" "svd --rows 2000 --cols 40 --chunk 500" "result s1"
+check logistic_gd "20000 5000 10" "logistic-gd --size 20000 --chunk 5000 --cols 10" "result iterations"
+
+# pkg-config: one program built with kiln.pc's flags alone.
+cp examples/diamond.cpp examples/common.hpp "$work/"
+# shellcheck disable=SC2046
+c++ -O1 "$work/diamond.cpp" -o "$work/diamond-pc" \
+  $(PKG_CONFIG_PATH="$prefix/lib/pkgconfig" pkg-config --cflags --libs kiln)
+"$work/diamond-pc" 200 100 | grep -q '^diamond ' || { echo "test-install: pkg-config build failed" >&2; exit 1; }
+echo "test-install: a program built with pkg-config's flags (kiln.pc) runs"

@@ -10,7 +10,8 @@
 # the same NumPy expectations); and once more on cuda-emu (the CUDA printer's kernels compiled as
 # host C++, and by NVRTC for sm_80 and sm_90 where the CUDA toolkit is installed), on one emulated
 # device and then on three (KILN_DEVICES=3: blocks spread over devices, copies between them; the
-# kernels are those of the run before, loaded from the disk cache).
+# kernels are those of the run before, loaded from the disk cache); then installs the build into a
+# temporary prefix and builds and checks examples/ against it (scripts/test-install.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
@@ -44,4 +45,7 @@ if [ "$preset" = release ]; then
   KILN_DEVICE=cuda-emu KILN_CUDA_CHECK="$check" KILN_FUZZ_COUNT=120 ctest --preset release
   echo "test.sh: the suite again on three emulated devices (KILN_DEVICE=cuda-emu KILN_DEVICES=3, KILN_FUZZ_COUNT=120)"
   KILN_DEVICE=cuda-emu KILN_DEVICES=3 KILN_FUZZ_COUNT=120 ctest --preset release
+  # The installed package as another project uses it: headers alone, exported symbols, examples/.
+  echo "test.sh: cmake --install into a temporary prefix, then examples/ against it (scripts/test-install.sh)"
+  bash scripts/test-install.sh build/release
 fi

@@ -10,9 +10,9 @@
 # value, each with a limit of its own and skipped, saying so, once the budget is spent:
 #   env        nvidia-smi, the CUDA libraries found and their versions, CuPy/JAX versions
 #   doctor     `kiln doctor --device cuda` (where this kiln has it): one line per check
-#   workloads  the workloads, --json --repeat 7, with and without --resident
+#   workloads  the workloads, --json --repeat 5, with and without --resident and --rng curand
 #   peers      bench/peers/gpu_peers.py (copy ceiling, CuPy, JAX on the same work), if present
-#   tests      the whole suite with KILN_DEVICE=cuda, one process per test, 16 at once, each with
+#   tests      the whole suite with KILN_DEVICE=cuda, one process per test, 8 at once, each with
 #              a timeout; each failure rerun once with KILN_CUDA_SYNC=1
 # `run STEP...` runs only those. Every log is kept: $OUT/summary.txt (the table to read first) and
 # $OUT/logs.tar.xz (everything). KILN_GPU_DEVICE=cuda-emu runs the same steps on the emulator with
@@ -140,7 +140,7 @@ fi
 if want workloads; then
   step_start workloads
   # The targets: each workload on the device, --json (times to the nanosecond; the median
-  # of 7 repeats), then with --resident (x made once and kept on the device, the expression timed
+  # of 5 repeats), then with --resident (x made once and kept on the device, the expression timed
   # over it), then with cuRAND's generator filling x.
   workloads=("random-sum --size 20000 --chunk 2000" "trig-identity --size 10000 --chunk 2000"
     "diamond --size 10000 --chunk 2000" "svd --rows 10000 --cols 1000 --chunk 5000"
@@ -193,8 +193,10 @@ if want peers; then
   if [ "$t" -eq 0 ]; then
     say "skipped: the budget is spent"
   elif [ -f bench/peers/gpu_peers.py ]; then
-    KILN_BIN="$bin/kiln" KILN_DEVICE="$device" timeout "$t" python3 bench/peers/gpu_peers.py \
-      >"$logs/peers.log" 2>&1
+    quick=""
+    [ "$device" = cuda ] || quick="--quick"  # the dry run: a tenth of the sizes
+    KILN_BIN="$bin/kiln" KILN_DEVICE="$device" timeout -k 3 "$t" python3 bench/peers/gpu_peers.py \
+      $quick >"$logs/peers.log" 2>&1
     say "gpu_peers.py: exit $?"
     tail -n 40 "$logs/peers.log" | tee -a "$summary"
   else

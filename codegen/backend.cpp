@@ -3,10 +3,10 @@
 
 #include <cstdio>
 #include <mutex>
+
 #include "codegen/cpu/jit.hpp"
 #include "codegen/cuda/cuda_backend.hpp"
 #include "codegen/interp/interp.hpp"
-
 #include "support/error.hpp"
 #include "support/flags.hpp"
 

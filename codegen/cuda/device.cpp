@@ -260,7 +260,7 @@ class Gpus final : public backend::DeviceMemory {
   }
 
   void use(int device) const { check(driver().set_current(context(device)), "cuCtxSetCurrent"); }
-  // Device 0 for people: "NVIDIA H100 80GB HBM3, sm_90, 132 SMs, 79.2 GiB; driver 13.0".
+  // Device 0 for people: "NVIDIA H100 80GB HBM3, sm_90, 132 SMs, 79.2 GiB; driver API 13.0".
   const std::string& description() const { return description_; }
   CUcontext context(int device) const { return gpus_.at(device).ctx; }
   int arch(int device) const { return gpus_.at(device).arch; }

@@ -1,7 +1,9 @@
 // The backend registry: the one file that knows every backend.
 #include "codegen/backend.hpp"
 
+#include <algorithm>
 #include <cstdio>
+#include <map>
 #include <mutex>
 
 #include "codegen/cpu/jit.hpp"
@@ -53,6 +55,35 @@ void note_host_fallback(Device device, const std::string& call, const std::strin
     if (m == msg) return;
   g_fallbacks.push_back(msg);
   std::fprintf(stderr, "kiln: warning: %s\n", msg.c_str());
+}
+
+namespace {
+std::mutex g_times_mu;
+std::map<std::string, KernelTime> g_times;
+}  // namespace
+
+void add_kernel_time(const std::string& kernel, double seconds) {
+  std::lock_guard<std::mutex> lock(g_times_mu);
+  KernelTime& t = g_times[kernel];
+  t.kernel = kernel;
+  ++t.launches;
+  t.seconds += seconds;
+}
+
+std::vector<KernelTime> kernel_times() {
+  std::vector<KernelTime> out;
+  {
+    std::lock_guard<std::mutex> lock(g_times_mu);
+    for (const auto& [name, t] : g_times) out.push_back(t);
+  }
+  std::stable_sort(out.begin(), out.end(),
+                   [](const KernelTime& a, const KernelTime& b) { return a.seconds > b.seconds; });
+  return out;
+}
+
+void reset_kernel_times() {
+  std::lock_guard<std::mutex> lock(g_times_mu);
+  g_times.clear();
 }
 
 std::vector<std::string> host_fallbacks() {

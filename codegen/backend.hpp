@@ -173,6 +173,19 @@ void note_host_fallback(Device device, const std::string& call, const std::strin
 // Every message note_host_fallback has warned of in this process, in order.
 std::vector<std::string> host_fallbacks();
 
+// KILN_CUDA_PROFILE=1: the device kernels' run times, by kernel (cuda: CUDA events around each
+// launch, read when its device synchronizes; cuda-emu: the host's clock around each emulated
+// launch). Kernels are named by their kernel IR's hash and the CUDA printer's work split.
+struct KernelTime {
+  std::string kernel;
+  int64_t launches = 0;
+  double seconds = 0;
+};
+void add_kernel_time(const std::string& kernel, double seconds);
+// Every kernel timed since the last reset, the longest total first.
+std::vector<KernelTime> kernel_times();
+void reset_kernel_times();
+
 // The backend of a device (Default resolved first). Backends live for the process.
 Backend& backend_for(Device d);
 

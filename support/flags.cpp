@@ -89,6 +89,7 @@ Flags from_env() {
   read_string("KILN_CUDA_LIB_DIR", &f.cuda_lib_dir);
   read_bool("KILN_CUDA_STRICT", &f.cuda_strict);
   read_bool("KILN_CUDA_SYNC", &f.cuda_sync);
+  read_bool("KILN_CUDA_PROFILE", &f.cuda_profile);
   read_string("KILN_EMU_CXX", &f.emu_cxx);
   // KILN_CACHE_DIR set and empty disables the disk cache. XDG_CACHE_HOME empty or relative is
   // ignored, as the XDG base directory specification says.

@@ -43,6 +43,8 @@
 // |                   |              | host (cuBLAS/cuSOLVER missing) is an error, not a warning |
 // | KILN_CUDA_SYNC=1  | cuda_sync    | cuda: synchronize after every launch and copy, and name   |
 // |                   |              | the kernel (its source kept) in the error of a fault      |
+// | KILN_CUDA_PROFILE=1 | cuda_profile | cuda: CUDA events around each kernel launch, cuda-emu:  |
+// |                   |              | the host's clock; `kiln run --json` reports them          |
 // | KILN_EMU_CXX=C    | emu_cxx      | the host compiler cuda-emu runs (default c++)             |
 // | KILN_CACHE_DIR=D  | cache_dir    | on-disk kernel object cache ("" disables; default         |
 // |                   |              | $XDG_CACHE_HOME/kiln when absolute, or ~/.cache/kiln;     |
@@ -69,10 +71,11 @@ struct Flags {
   std::string device;  // "" (cpu), "cpu", "interp", ...; checked when used (support/device.hpp)
   int devices = 0;     // 0: the backend's default
   bool no_device_library = false;
-  std::string cuda_check;    // "80,90": NVRTC architectures cuda-emu also compiles for
-  std::string cuda_lib_dir;  // where CUDA's libraries are looked for first (colon-separated)
-  bool cuda_strict = false;  // a library call of a cuda plan may not fall back to the host
-  bool cuda_sync = false;    // synchronize and check after every launch and copy
+  std::string cuda_check;     // "80,90": NVRTC architectures cuda-emu also compiles for
+  std::string cuda_lib_dir;   // where CUDA's libraries are looked for first (colon-separated)
+  bool cuda_strict = false;   // a library call of a cuda plan may not fall back to the host
+  bool cuda_sync = false;     // synchronize and check after every launch and copy
+  bool cuda_profile = false;  // time each device kernel (backend::kernel_times)
   std::string emu_cxx = "c++";
 };
 

@@ -14,6 +14,7 @@
 #include <sstream>
 #include <thread>
 
+#include "codegen/backend.hpp"
 #include "kiln/kiln.hpp"
 #include "support/cache.hpp"
 #include "support/files.hpp"
@@ -35,6 +36,9 @@ struct Outcome {
   // copied in, out and between devices, peak device memory.
   int devices = 0;
   int64_t to_device_bytes = 0, to_host_bytes = 0, between_bytes = 0, peak_device_bytes = 0;
+  // KILN_CUDA_PROFILE: each device kernel's launches and time over all the repeats.
+  std::vector<kiln::backend::KernelTime> kernel_times;
+  int repeat = 1;
 };
 
 int64_t size_of(const kiln::workloads::Workload& w, const kiln::cli::RunOptions& o) {
@@ -173,6 +177,7 @@ Outcome run_workload(const kiln::workloads::Workload& w, const kiln::cli::RunOpt
     keep.keep_on_device = true;
     x = x.persist(keep);
   }
+  if (kiln::flags().cuda_profile) kiln::backend::reset_kernel_times();
   for (int r = 0; r < o.repeat; ++r) {
     if (w.solve)
       run_solver_once(w, o, r == 0, ir, &out, &times);
@@ -181,6 +186,8 @@ Outcome run_workload(const kiln::workloads::Workload& w, const kiln::cli::RunOpt
   }
   std::sort(times.begin(), times.end());
   out.seconds = times[times.size() / 2];
+  out.repeat = o.repeat;
+  if (kiln::flags().cuda_profile) out.kernel_times = kiln::backend::kernel_times();
   return out;
 }
 
@@ -233,6 +240,26 @@ nlohmann::json to_json(const kiln::workloads::Workload& w, const kiln::cli::RunO
     j["between_devices_bytes"] = r.between_bytes;
     j["peak_device_bytes"] = r.peak_device_bytes;
     j["host_fallbacks"] = kiln::host_fallbacks();
+  }
+  if (kiln::flags().cuda_profile) {
+    // Per run (the repeats' totals divided by their count): the device kernels' time, and its
+    // share of the run's wall time (the rest: copies, host work, launch gaps).
+    nlohmann::json p, kernels = nlohmann::json::array();
+    double busy = 0;
+    int64_t launches = 0;
+    for (const auto& t : r.kernel_times) {
+      busy += t.seconds / r.repeat;
+      launches += t.launches;
+      if (kernels.size() < 8)
+        kernels.push_back({{"kernel", t.kernel},
+                           {"launches", static_cast<double>(t.launches) / r.repeat},
+                           {"seconds", t.seconds / r.repeat}});
+    }
+    p["kernel_seconds"] = busy;
+    p["launches"] = static_cast<double>(launches) / r.repeat;
+    p["busy_fraction"] = r.seconds > 0 ? busy / r.seconds : 0.0;
+    p["kernels"] = kernels;
+    j["profile"] = p;
   }
   return j;
 }

@@ -776,6 +776,13 @@ Printed print(const kir::Kernel& k, Flavor flavor, bool kiln_math) {
   return Printer(k, flavor, kiln_math).run();
 }
 
+std::string kernel_label(const kir::Kernel& k, const KernelShape& shape) {
+  const char* split = shape.mode == KernelShape::Mode::Flat    ? (shape.tree ? "flat-tree" : "flat")
+                      : shape.mode == KernelShape::Mode::Owned ? "owned"
+                                                               : "serial";
+  return hex_u64(k.hash()) + " " + split;
+}
+
 std::string print_combine(ReduceFn fn, DType acc, Flavor flavor) {
   bool arg = fn == ReduceFn::ArgMin || fn == ReduceFn::ArgMax;
   std::string T = ctype(acc);

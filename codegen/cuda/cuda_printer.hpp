@@ -51,6 +51,9 @@ struct Printed {
 // kiln_math: the transcendental functions (pow too) from Kiln's own (codegen/math), the same
 // bits as the CPU's (the default); else (KILN_MATH=libmvec, precise math) the device's libm.
 Printed print(const kir::Kernel& k, Flavor flavor, bool kiln_math);
+// A kernel's name in profiles (KILN_CUDA_PROFILE): its kernel IR's hash and work split, e.g.
+// "0x3f2a...ull flat-tree".
+std::string kernel_label(const kir::Kernel& k, const KernelShape& shape);
 
 // The 8-byte words of a GPU kernel's kiln_args: I, F and P, in that order, each at least one.
 struct ArgWords {

@@ -93,7 +93,8 @@ struct Driver {
   CUresult (*driver_version)(int*) = nullptr;
   CUresult (*device_name)(char*, int, CUdevice) = nullptr;
   CUresult (*total_mem)(size_t*, CUdevice) = nullptr;
-  std::string why;  // empty: a driver with devices
+  CUresult (*elapsed)(float*, CUevent, CUevent) = nullptr;  // KILN_CUDA_PROFILE
+  std::string why;                                          // empty: a driver with devices
   int devices = 0;
 };
 
@@ -113,6 +114,7 @@ const Driver& driver() {
     bind(h, "cuDriverGetVersion", &x.driver_version);
     bind(h, "cuDeviceGetName", &x.device_name);
     bind(h, "cuDeviceTotalMem_v2", &x.total_mem);
+    if (!bind(h, "cuEventElapsedTime_v2", &x.elapsed)) bind(h, "cuEventElapsedTime", &x.elapsed);
     CUresult rc = x.init(0);
     if (rc != 0) {
       const char* s = nullptr;
@@ -217,11 +219,29 @@ class Gpus final : public backend::DeviceMemory {
     check(rc, "cuMemAlloc");
     return reinterpret_cast<void*>(p);
   }
-  // Waits for the stream first: queued work may still use the memory.
+  // Waits for the stream first: queued work may still use the memory. Called from deleters, so
+  // it never throws: a failure is kept and raised by the next synchronize() (keep_error).
   void free(int device, void* p, size_t) override {
-    use(device);
-    driver().stream_sync(stream(device));  // in a deleter: nothing to report to
-    driver().mem_free(dptr(p));
+    const Driver& d = driver();
+    keep_error(d.set_current(context(device)), "cuCtxSetCurrent (freeing device memory)");
+    keep_error(d.stream_sync(stream(device)), "cuStreamSynchronize (before freeing device memory)");
+    keep_error(d.mem_free(dptr(p)), "cuMemFree");
+  }
+  // A failed call in a cleanup path (which cannot throw): the first one is kept, with the
+  // driver's message, and raised by the next synchronize() of any device. After a kernel's fault
+  // every later call fails too, so the first names the nearest call to the fault.
+  void keep_error(CUresult rc, const char* call) noexcept {
+    if (rc == 0) return;
+    std::lock_guard<std::mutex> lock(kept_mu_);
+    if (!kept_.empty()) return;
+    try {
+      const char* s = nullptr;
+      if (driver().error_string) driver().error_string(rc, &s);
+      kept_ = std::string("device cuda: ") + call + " failed (" + std::to_string(rc) +
+              (s ? std::string(": ") + s : "") + ")";
+    } catch (...) {  // out of memory for the message: the code alone
+      kept_ = "device cuda: a cleanup call failed";
+    }
   }
   // From pageable memory the driver stages `src` (or waits) before returning (CUDA's "API
   // synchronization behavior"), so the host may reuse it at once.
@@ -246,9 +266,18 @@ class Gpus final : public backend::DeviceMemory {
     order(to, from);
   }
   void synchronize(int device) override {
+    {
+      std::lock_guard<std::mutex> lock(kept_mu_);
+      if (!kept_.empty()) {
+        std::string e = std::move(kept_);
+        kept_.clear();
+        throw Error(e + ", in a cleanup before this synchronization");
+      }
+    }
     use(device);
     CUstream s = stream(device);
     check(driver().stream_sync(s), "cuStreamSynchronize");
+    read_kernel_times(device);
     unsigned word = 0;
     const CUdeviceptr word_at = status(device);
     check(driver().dtoh(&word, word_at, sizeof word, s), "cuMemcpyDtoHAsync (the kernels' status)");
@@ -297,7 +326,42 @@ class Gpus final : public backend::DeviceMemory {
           "; driver API " + std::to_string(v / 1000) + "." + std::to_string(v % 1000 / 10);
   }
 
+  // KILN_CUDA_PROFILE: a launch's events, read once its device's stream has run them.
+  struct Timed {
+    std::string label;
+    CUevent start = nullptr, stop = nullptr;
+  };
+
+ public:
+  // Times the launches queued between `start` and `stop` on `device`'s stream as `label`'s.
+  void time_launch(int device, std::string label, CUevent start, CUevent stop) {
+    std::lock_guard<std::mutex> lock(timed_mu_);
+    timed_[device].push_back({std::move(label), start, stop});
+  }
+
+ private:
+  void read_kernel_times(int device) {
+    std::vector<Timed> done;
+    {
+      std::lock_guard<std::mutex> lock(timed_mu_);
+      done.swap(timed_[device]);
+    }
+    const Driver& d = driver();
+    for (const Timed& t : done) {
+      float ms = 0;
+      CUresult rc = d.elapsed(&ms, t.start, t.stop);
+      d.event_destroy(t.start);
+      d.event_destroy(t.stop);
+      check(rc, "cuEventElapsedTime (KILN_CUDA_PROFILE)");
+      backend::add_kernel_time(t.label, ms / 1e3);
+    }
+  }
+
+  std::mutex timed_mu_;
+  std::map<int, std::vector<Timed>> timed_;
   std::string description_;
+  std::mutex kept_mu_;
+  std::string kept_;  // keep_error's
   // Work queued on `then` from now on waits for what is queued on `first` so far.
   void order(int first, int then) const {
     if (first == then) return;
@@ -694,10 +758,11 @@ class GpuLapack final : public backend::DeviceLapack {
       check(driver().mem_alloc(&p, bytes), "cuMemAlloc (a LAPACK workspace)");
       return reinterpret_cast<void*>(p);
     }
-    void free(void* p) override {
+    void free(void* p) override {  // from Buffer's destructor: errors kept (Gpus::keep_error)
       if (!p) return;
-      driver().stream_sync(stream);  // queued calls may still use it
-      driver().mem_free(dptr(p));
+      l.gpus_.keep_error(driver().stream_sync(stream),
+                         "cuStreamSynchronize (before freeing a LAPACK workspace)");
+      l.gpus_.keep_error(driver().mem_free(dptr(p)), "cuMemFree (a LAPACK workspace)");
     }
     void zero(void* p, size_t bytes) override {
       check(driver().memset8(dptr(p), 0, bytes, stream), "cuMemsetD8Async");
@@ -790,7 +855,8 @@ struct Scratch {
 class GpuKernel final : public backend::Kernel {
  public:
   GpuKernel(const kir::Kernel& k, Printed p, Gpus& gpus)
-      : rank_(k.rank),
+      : label_(kernel_label(k, p.shape)),
+        rank_(k.rank),
         ints_(static_cast<size_t>(k.num_ints())),
         floats_(k.params.size()),
         pointers_(static_cast<size_t>(k.num_pointer_slots())),
@@ -823,8 +889,8 @@ class GpuKernel final : public backend::Kernel {
       Scratch& b = scratch[device];
       if (b.bytes < static_cast<size_t>(l.scratch_bytes)) {
         if (b.p) {
-          d.stream_sync(stream);  // earlier launches may still use it
-          d.mem_free(b.p);
+          check(d.stream_sync(stream), "cuStreamSynchronize (before growing a kernel's scratch)");
+          check(d.mem_free(b.p), "cuMemFree (a kernel's scratch)");
         }
         b.p = 0;
         check(d.mem_alloc(&b.p, static_cast<size_t>(l.scratch_bytes)), "cuMemAlloc");
@@ -836,13 +902,25 @@ class GpuKernel final : public backend::Kernel {
     }
     CUdeviceptr status = gpus_.status(device);
     void* params[] = {args.data(), &s_arg, &status};
+    CUevent start = nullptr, stop = nullptr;  // KILN_CUDA_PROFILE: events around the launch
+    const bool profile = flags().cuda_profile && d.elapsed;
+    if (profile) {
+      check(d.event_create(&start, 0), "cuEventCreate (KILN_CUDA_PROFILE)");
+      check(d.event_create(&stop, 0), "cuEventCreate (KILN_CUDA_PROFILE)");
+      check(d.event_record(start, stream), "cuEventRecord (KILN_CUDA_PROFILE)");
+    }
     check(d.launch(fn, static_cast<unsigned>(l.grid), 1, 1,
                    static_cast<unsigned>(printed_.shape.block), 1, 1, 0, stream, params, nullptr),
           "cuLaunchKernel");
+    if (profile) {
+      check(d.event_record(stop, stream), "cuEventRecord (KILN_CUDA_PROFILE)");
+      gpus_.time_launch(device, label_, start, stop);
+    }
     sync_check(stream, "a kernel (cuLaunchKernel)", &printed_.source);
   }
 
  private:
+  std::string label_;
   int rank_;
   size_t ints_, floats_, pointers_;
   ArgWords words_;

@@ -379,7 +379,8 @@ class EmuCombiner final : public backend::Combiner {
 class EmuKernel final : public backend::Kernel {
  public:
   EmuKernel(const kir::Kernel& k, KernelShape shape, EmuFn fn, EmuMemory& memory)
-      : rank_(k.rank),
+      : label_(kernel_label(k, shape)),
+        rank_(k.rank),
         ints_(static_cast<size_t>(k.num_ints())),
         floats_(k.params.size()),
         pointers_(static_cast<size_t>(k.num_pointer_slots())),
@@ -392,13 +393,22 @@ class EmuKernel final : public backend::Kernel {
     for (size_t q = 0; q < pointers_; ++q)
       if (P[q]) memory_.check(device, P[q], 0, "a kernel launch");
     EmuQueue& queue = memory_.queue(device);
+    // KILN_CUDA_PROFILE: the emulated launch timed by the host's clock (backend::kernel_times).
+    std::string label = flags().cuda_profile ? label_ : std::string();
     queue.push([&queue, fn = fn_, grid = l.grid, i = std::vector<int64_t>(I, I + ints_),
-                f = std::vector<double>(F, F + floats_), p = std::vector<void*>(P, P + pointers_)] {
-      queue.raise(fn(i.data(), f.data(), p.data(), grid));
+                f = std::vector<double>(F, F + floats_), p = std::vector<void*>(P, P + pointers_),
+                label = std::move(label)] {
+      auto t0 = std::chrono::steady_clock::now();
+      unsigned status = fn(i.data(), f.data(), p.data(), grid);
+      if (!label.empty())
+        backend::add_kernel_time(
+            label, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+      queue.raise(status);
     });
   }
 
  private:
+  std::string label_;
   int rank_;
   size_t ints_, floats_, pointers_;
   KernelShape shape_;

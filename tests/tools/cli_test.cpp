@@ -553,3 +553,21 @@ TEST(Cli, ResidentOnADeviceKeepsXInItsMemory) {
   EXPECT_TRUE(resident["host_fallbacks"].is_array() && resident["host_fallbacks"].empty())
       << resident;
 }
+
+TEST(Cli, CudaProfileTimesEachKernelOnTheEmulator) {
+  // KILN_CUDA_PROFILE=1 on cuda-emu: each emulated launch timed by the host's clock, per run.
+  // diamond 400 / 200: 4 blocks, one fused kernel, one launch each.
+  nlohmann::json j = nlohmann::json::parse(
+      kt::shell("env KILN_CUDA_PROFILE=1 " + kt::kiln_cli() +
+                " run diamond --size 400 --chunk 200 --device cuda-emu --json --quiet --repeat 2"));
+  ASSERT_TRUE(j.contains("profile")) << j;
+  const nlohmann::json& p = j["profile"];
+  EXPECT_EQ(p["launches"].get<double>(), 4.0) << j;
+  EXPECT_GT(p["kernel_seconds"].get<double>(), 0.0) << j;
+  EXPECT_LE(p["kernel_seconds"].get<double>(), j["seconds"].get<double>() * 1.5) << j;
+  ASSERT_EQ(p["kernels"].size(), 1u) << j;
+  EXPECT_NE(p["kernels"][0]["kernel"].get<std::string>().find("flat-tree"), std::string::npos) << j;
+  EXPECT_FALSE(nlohmann::json::parse(run("run diamond --size 400 --chunk 200 --device cuda-emu "
+                                         "--json --quiet"))
+                   .contains("profile"));
+}

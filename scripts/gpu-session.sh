@@ -10,7 +10,8 @@
 # value, each with a limit of its own and skipped, saying so, once the budget is spent:
 #   env        nvidia-smi, the CUDA libraries found and their versions, CuPy/JAX versions
 #   doctor     `kiln doctor --device cuda` (where this kiln has it): one line per check
-#   workloads  the issue's workloads, --json --repeat 5, with and without --resident and --rng curand
+#   workloads  the issue's workloads, --json --repeat 5, with and without --resident and --rng
+#              curand; then each once more with KILN_CUDA_PROFILE=1 (the kernels' share)
 #   peers      bench/peers/gpu_peers.py (copy ceiling, CuPy, JAX on the same work), if present
 #   tests      the whole suite with KILN_DEVICE=cuda, one process per test, 8 at once, each with
 #              a timeout; each failure rerun once with KILN_CUDA_SYNC=1
@@ -183,6 +184,30 @@ except Exception:
     print(f"{name:62s} FAILED rc {rc}: {line[:200]}")
 EOS
     done
+  done
+  # Where the time goes: each target once more with KILN_CUDA_PROFILE=1 (CUDA events around
+  # every kernel; the runs above are timed without them): the kernels' share of the wall time
+  # and the longest kernel.
+  for w in "${workloads[@]:${#small[@]}}"; do
+    [ "$device" = cuda ] || break
+    t="$(limit 45)"
+    [ "$t" -gt 0 ] || { say "$w profiled: skipped, the budget is spent"; continue; }
+    # shellcheck disable=SC2086
+    line="$(KILN_CUDA_PROFILE=1 timeout -k 3 "$t" "$bin/kiln" run $w --device "$device" \
+      --repeat 3 --quiet --json 2>>"$logs/workloads.err" | tail -1)"
+    echo "$w profiled: $line" >>"$logs/workloads.log"
+    python3 - "$w" "$line" <<'EOS' | tee -a "$summary"
+import json, sys
+name, line = sys.argv[1:]
+try:
+    p = json.loads(line)["profile"]
+    top = p["kernels"][0] if p["kernels"] else {"kernel": "-", "seconds": 0, "launches": 0}
+    print(f"{name:50s} profiled: kernels {p['kernel_seconds']*1e3:9.3f} ms of the run "
+          f"({p['busy_fraction']:.0%}), {p['launches']:.0f} launches; longest {top['kernel']} "
+          f"{top['seconds']*1e3:.3f} ms in {top['launches']:.0f}")
+except Exception:
+    print(f"{name:50s} profiled: FAILED {line[:200]}")
+EOS
   done
   tail -n 20 "$logs/workloads.err" >>"$summary" 2>/dev/null
 fi

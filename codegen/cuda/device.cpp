@@ -347,14 +347,18 @@ class Gpus final : public backend::DeviceMemory {
       done.swap(timed_[device]);
     }
     const Driver& d = driver();
+    CUresult failed = 0;  // every pair's events destroyed first, then the first failure raised
     for (const Timed& t : done) {
       float ms = 0;
       CUresult rc = d.elapsed(&ms, t.start, t.stop);
       d.event_destroy(t.start);
       d.event_destroy(t.stop);
-      check(rc, "cuEventElapsedTime (KILN_CUDA_PROFILE)");
-      backend::add_kernel_time(t.label, ms / 1e3);
+      if (rc == 0)
+        backend::add_kernel_time(t.label, ms / 1e3);
+      else if (failed == 0)
+        failed = rc;
     }
+    check(failed, "cuEventElapsedTime (KILN_CUDA_PROFILE)");
   }
 
   std::mutex timed_mu_;

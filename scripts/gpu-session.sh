@@ -268,7 +268,7 @@ if want tests; then
       grep -E "Failure|rror|Expected|Which is|actual" "$logs/tests/$name.log" | head -6 |
         sed 's/^/    /' | tee -a "$summary"
     done
-    grep -h "SKIPPED\|Skipped" "$logs"/tests/*.log | sort | uniq -c | sort -rn | head -20 >>"$summary"
+    grep -h "^\[  SKIPPED \]" "$logs"/tests/*.log | sort | uniq -c | sort -rn | head -20 >>"$summary"
   fi
 fi
 

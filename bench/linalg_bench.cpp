@@ -1,22 +1,21 @@
 // Chunked matrix products against one OpenBLAS call, in one run (the target: a chunked
 // 8000^3 GEMM at 90% or more of one multi-threaded dgemm's GFLOP/s).
 //
-// BM_GemmOneOpenBlasCall/N: one cblas_dgemm of two N x N matrices with OpenBLAS on every core.
-// BM_GemmKilnChunked/N/C: kiln::matmul(x, x) for a resident x (a buffer) in C x C chunks, on
-// every core: a gemm per result block and contraction chunk (single-threaded BLAS inside Kiln's
-// block tasks), the result materialized. Counter gflops = 2 N^3 / seconds per iteration.
-// BM_GramKiln/N/K and BM_GramOpenBlasSyrk/N/K: the upper triangle of A^T A for a K x N row-major
-// block, on one core: Kiln's Gram kernel (codegen/gram.cpp, what X^T X calls up to 256 columns)
-// and cblas_dsyrk. Counter gflops = K N (N + 1) / seconds (syrk's count).
+// BM_GemmOneOpenBlasCall/N: one cblas_dgemm (Kiln's OpenBLAS, codegen/blas.hpp) of two N x N
+// matrices with OpenBLAS on every core. BM_GemmKilnChunked/N/C: kiln::matmul(x, x) for a resident x
+// (a buffer) in C x C chunks, on every core: a gemm per result block and contraction chunk
+// (single-threaded BLAS inside Kiln's block tasks), the result materialized. Counter gflops = 2 N^3
+// / seconds per iteration. BM_GramKiln/N/K and BM_GramOpenBlasSyrk/N/K: the upper triangle of A^T A
+// for a K x N row-major block, on one core: Kiln's Gram kernel (codegen/gram.cpp, what X^T X calls
+// up to 256 columns) and cblas_dsyrk. Counter gflops = K N (N + 1) / seconds (syrk's count).
 // BM_GramProductKiln/K/N: kiln::matmul(x.T(), x) for a resident K x N x in one chunk, on every
 // core (the product's contraction split into parallel partials, each an upper triangle).
 // KILN_BENCH_QUICK=1: N and C divided by 20.
-#include <cblas.h>
-
 #include <thread>
 #include <vector>
 
 #include "bench/bench_common.hpp"
+#include "codegen/blas.hpp"
 #include "codegen/gram.hpp"
 #include "tools/workloads.hpp"
 
@@ -38,11 +37,12 @@ void BM_GemmOneOpenBlasCall(benchmark::State& state) {
   const int64_t n = state.range(0);
   std::vector<double> a = matrix(n), c(a.size());
   const int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  openblas_set_num_threads(threads);
+  KILN_OPENBLAS(set_num_threads)(threads);
   const auto N = static_cast<blasint>(n);
   for (auto _ : state) {
-    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, N, N, N, 1.0, a.data(), N, a.data(), N,
-                0.0, c.data(), N);
+    KILN_CBLAS(dgemm)
+    (CblasRowMajor, CblasNoTrans, CblasNoTrans, N, N, N, 1.0, a.data(), N, a.data(), N, 0.0,
+     c.data(), N);
     benchmark::DoNotOptimize(c.data());
   }
   state.counters["gflops"] =
@@ -80,11 +80,11 @@ void BM_GramKiln(benchmark::State& state) {
 void BM_GramOpenBlasSyrk(benchmark::State& state) {
   const int64_t n = state.range(0), k = state.range(1);
   std::vector<double> a = block(k, n), c(static_cast<size_t>(n * n));
-  openblas_set_num_threads(1);
+  KILN_OPENBLAS(set_num_threads)(1);
   for (auto _ : state) {
-    cblas_dsyrk(CblasRowMajor, CblasUpper, CblasTrans, static_cast<blasint>(n),
-                static_cast<blasint>(k), 1.0, a.data(), static_cast<blasint>(n), 0.0, c.data(),
-                static_cast<blasint>(n));
+    KILN_CBLAS(dsyrk)
+    (CblasRowMajor, CblasUpper, CblasTrans, static_cast<blasint>(n), static_cast<blasint>(k), 1.0,
+     a.data(), static_cast<blasint>(n), 0.0, c.data(), static_cast<blasint>(n));
     benchmark::DoNotOptimize(c.data());
   }
   state.counters["gflops"] = benchmark::Counter(static_cast<double>(k) * n * (n + 1) / 1e9,

@@ -1,14 +1,16 @@
 #include "codegen/library.hpp"
 
-#include <cblas.h>
-
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <limits>
 #include <memory>
+#include <sstream>
 #include <type_traits>
 #include <vector>
 
+#include "codegen/blas.hpp"
 #include "codegen/gram.hpp"
 #include "codegen/lapack.hpp"
 #include "ir/linalg.hpp"
@@ -42,11 +44,41 @@ constexpr bool kThreadedBlas = true;
 constexpr bool kThreadedBlas = true;
 #endif
 
+// OpenBLAS's kernel families that predate AVX2 (its "core" names, as openblas_get_corename
+// returns them): on an AVX2 host, a sign that it did not recognize the CPU.
+bool core_before_avx2(const std::string& core) {
+  static const char* const old[] = {"Katmai",    "Coppermine",   "Northwood",   "Prescott",
+                                    "Banias",    "Core2",        "Penryn",      "Dunnington",
+                                    "Nehalem",   "Sandybridge",  "Atom",        "Nano",
+                                    "Opteron",   "Opteron_SSE3", "Barcelona",   "Bobcat",
+                                    "Bulldozer", "Piledriver",   "Steamroller", "Generic"};
+  for (const char* o : old)
+    if (core == o) return true;
+  return false;
+}
+
+void warn_if_generic() {
+  const BlasInfo& b = blas_info();
+  if (!b.generic) return;
+  const char* forced = std::getenv("OPENBLAS_CORETYPE");
+  const std::string why = forced && *forced
+                              ? std::string("as OPENBLAS_CORETYPE=") + forced + " asks"
+                              : "it does not recognize this CPU";
+  std::fprintf(stderr,
+               "kiln: warning: %s %s runs its '%s' kernels on this AVX2%s host (%s): matrix "
+               "products and decompositions run several times below this CPU's speed; "
+               "OPENBLAS_CORETYPE (e.g. SkylakeX, Haswell, Zen) chooses its kernels\n",
+               b.library.c_str(), b.version.c_str(), b.core.c_str(),
+               __builtin_cpu_supports("avx512f") ? "/AVX-512" : "", why.c_str());
+}
+
 // OpenBLAS's threads for the next calls; checked before every call (a cheap read), since the
-// program may set them too.
+// program may set them too. The first call also warns about a generic core.
 void blas_threads(int threads) {
+  static const bool warned = (warn_if_generic(), true);
+  (void)warned;
   threads = kThreadedBlas ? std::max(threads, 1) : 1;
-  if (openblas_get_num_threads() != threads) openblas_set_num_threads(threads);
+  if (KILN_OPENBLAS(get_num_threads)() != threads) KILN_OPENBLAS(set_num_threads)(threads);
 }
 
 template <class T>
@@ -71,9 +103,9 @@ void gemm_typed(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a, i
     blasint incb = tb ? 1 : LDB;
     blasint rows = ta ? K : M, cols = ta ? M : K;
     if constexpr (std::is_same_v<T, double>)
-      cblas_dgemv(rm, op(ta), rows, cols, 1.0, a, LDA, b, incb, beta, c, LDC);
+      KILN_CBLAS(dgemv)(rm, op(ta), rows, cols, 1.0, a, LDA, b, incb, beta, c, LDC);
     else
-      cblas_sgemv(rm, op(ta), rows, cols, 1.0f, a, LDA, b, incb, beta, c, LDC);
+      KILN_CBLAS(sgemv)(rm, op(ta), rows, cols, 1.0f, a, LDA, b, incb, beta, c, LDC);
     return;
   }
   if (m == 1) {
@@ -81,9 +113,9 @@ void gemm_typed(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a, i
     blasint inca = ta ? LDA : 1;
     blasint rows = tb ? N : K, cols = tb ? K : N;
     if constexpr (std::is_same_v<T, double>)
-      cblas_dgemv(rm, op(!tb), rows, cols, 1.0, b, LDB, a, inca, beta, c, 1);
+      KILN_CBLAS(dgemv)(rm, op(!tb), rows, cols, 1.0, b, LDB, a, inca, beta, c, 1);
     else
-      cblas_sgemv(rm, op(!tb), rows, cols, 1.0f, b, LDB, a, inca, beta, c, 1);
+      KILN_CBLAS(sgemv)(rm, op(!tb), rows, cols, 1.0f, b, LDB, a, inca, beta, c, 1);
     return;
   }
   if (ta && !tb && a == b && lda == ldb && m == n) {
@@ -95,23 +127,41 @@ void gemm_typed(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a, i
       if (gram_fits(n))
         gram_upper(n, k, a, lda, c, ldc, accumulate);
       else
-        cblas_dsyrk(rm, CblasUpper, CblasTrans, N, K, 1.0, a, LDA, beta, c, LDC);
+        KILN_CBLAS(dsyrk)(rm, CblasUpper, CblasTrans, N, K, 1.0, a, LDA, beta, c, LDC);
     } else {
-      cblas_ssyrk(rm, CblasUpper, CblasTrans, N, K, 1.0f, a, LDA, beta, c, LDC);
+      KILN_CBLAS(ssyrk)(rm, CblasUpper, CblasTrans, N, K, 1.0f, a, LDA, beta, c, LDC);
     }
     for (int64_t i = 0; i < m; ++i)
       for (int64_t j = 0; j < i; ++j) c[i * ldc + j] = c[j * ldc + i];
     return;
   }
   if constexpr (std::is_same_v<T, double>)
-    cblas_dgemm(rm, op(ta), op(tb), M, N, K, 1.0, a, LDA, b, LDB, beta, c, LDC);
+    KILN_CBLAS(dgemm)(rm, op(ta), op(tb), M, N, K, 1.0, a, LDA, b, LDB, beta, c, LDC);
   else
-    cblas_sgemm(rm, op(ta), op(tb), M, N, K, 1.0f, a, LDA, b, LDB, beta, c, LDC);
+    KILN_CBLAS(sgemm)(rm, op(ta), op(tb), M, N, K, 1.0f, a, LDA, b, LDB, beta, c, LDC);
 }
 
 }  // namespace
 
 void single_threaded_blas() { blas_threads(1); }
+
+const BlasInfo& blas_info() {
+  static const BlasInfo info = [] {
+    BlasInfo b;
+    b.library = "OpenBLAS";
+    const char* config = KILN_OPENBLAS(get_config)();
+    const char* core = KILN_OPENBLAS(get_corename)();
+    b.config = config ? config : "";
+    b.core = core ? core : "";
+    // The configuration starts "OpenBLAS <version> ...".
+    std::istringstream words(b.config);
+    std::string name;
+    words >> name >> b.version;
+    b.generic = __builtin_cpu_supports("avx2") && core_before_avx2(b.core);
+    return b;
+  }();
+  return info;
+}
 
 void gemm(DType t, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const void* a,
           int64_t lda, const void* b, int64_t ldb, void* c, int64_t ldc, bool accumulate) {
@@ -268,24 +318,24 @@ void lu_slogdet(const Workspace<T>& lu, const std::vector<int>& ipiv, int n, int
 
 // BLAS level 3 on column-major matrices, d or s.
 void syrk_upper(int n, int k, const double* a, double* c) {  // C = A A^T, A n x k (ld n)
-  cblas_dsyrk(CblasColMajor, CblasUpper, CblasNoTrans, n, k, 1.0, a, n, 0.0, c, n);
+  KILN_CBLAS(dsyrk)(CblasColMajor, CblasUpper, CblasNoTrans, n, k, 1.0, a, n, 0.0, c, n);
 }
 void syrk_upper(int n, int k, const float* a, float* c) {
-  cblas_ssyrk(CblasColMajor, CblasUpper, CblasNoTrans, n, k, 1.0f, a, n, 0.0f, c, n);
+  KILN_CBLAS(ssyrk)(CblasColMajor, CblasUpper, CblasNoTrans, n, k, 1.0f, a, n, 0.0f, c, n);
 }
 void gemm_tn(int n, int m, const double* a, const double* b, double* c) {  // C = A^T B, n x m
-  cblas_dgemm(CblasColMajor, CblasTrans, CblasNoTrans, n, m, n, 1.0, a, n, b, n, 0.0, c, n);
+  KILN_CBLAS(dgemm)(CblasColMajor, CblasTrans, CblasNoTrans, n, m, n, 1.0, a, n, b, n, 0.0, c, n);
 }
 void gemm_tn(int n, int m, const float* a, const float* b, float* c) {
-  cblas_sgemm(CblasColMajor, CblasTrans, CblasNoTrans, n, m, n, 1.0f, a, n, b, n, 0.0f, c, n);
+  KILN_CBLAS(sgemm)(CblasColMajor, CblasTrans, CblasNoTrans, n, m, n, 1.0f, a, n, b, n, 0.0f, c, n);
 }
 void trmm_upper(int n, const double* u, double* b) {  // B = U B, both n x n upper
-  cblas_dtrmm(CblasColMajor, CblasLeft, CblasUpper, CblasNoTrans, CblasNonUnit, n, n, 1.0, u, n, b,
-              n);
+  KILN_CBLAS(dtrmm)
+  (CblasColMajor, CblasLeft, CblasUpper, CblasNoTrans, CblasNonUnit, n, n, 1.0, u, n, b, n);
 }
 void trmm_upper(int n, const float* u, float* b) {
-  cblas_strmm(CblasColMajor, CblasLeft, CblasUpper, CblasNoTrans, CblasNonUnit, n, n, 1.0f, u, n, b,
-              n);
+  KILN_CBLAS(strmm)
+  (CblasColMajor, CblasLeft, CblasUpper, CblasNoTrans, CblasNonUnit, n, n, 1.0f, u, n, b, n);
 }
 
 // One CholeskyQR step on Qt (n x m, column-major: Q row-major m x n): G = Qt Qt^T = Q^T Q, its
@@ -459,12 +509,11 @@ void tsqr_mix(LinalgFn f, const MatrixRef& a, const MatrixRef& b, int n, int r, 
   if (product && r > 0) {
     std::vector<T> rm(static_cast<size_t>(n) * n);
     checked_copy(f, top_rows(a, n), rm.data(), n, 1);
-    if constexpr (std::is_same_v<T, double>)
-      cblas_dtrsm(CblasRowMajor, CblasLeft, CblasUpper, CblasNoTrans, CblasNonUnit, n, r, 1.0,
-                  rm.data(), n, out, r);
-    else
-      cblas_strsm(CblasRowMajor, CblasLeft, CblasUpper, CblasNoTrans, CblasNonUnit, n, r, 1.0f,
-                  rm.data(), n, out, r);
+    if constexpr (std::is_same_v<T, double>) KILN_CBLAS(dtrsm)
+    (CblasRowMajor, CblasLeft, CblasUpper, CblasNoTrans, CblasNonUnit, n, r, 1.0, rm.data(), n, out,
+     r);
+    else KILN_CBLAS(strsm)(CblasRowMajor, CblasLeft, CblasUpper, CblasNoTrans, CblasNonUnit, n, r,
+                           1.0f, rm.data(), n, out, r);
   }
   T* info = out + static_cast<size_t>(n) * r;
   std::fill_n(info, r, T(0));

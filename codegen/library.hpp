@@ -1,5 +1,6 @@
 // Library calls: the host BLAS routines that library nodes (MatMul) run on blocks. The one place
-// that includes OpenBLAS's cblas.h. The runtime calls these from its block tasks.
+// that calls BLAS (codegen/blas.hpp), with codegen/cuda/host_solver.cpp's LAPACK. The runtime calls
+// these from its block tasks.
 //
 // Threads: a call runs on the calling worker's thread only (OpenBLAS is set to one thread before
 // each call if it is not): Kiln's workers already run one block task per core, and OpenBLAS's
@@ -18,6 +19,17 @@ namespace kiln::library {
 
 // OpenBLAS on the calling thread only, for the calls that follow (every call here sets it).
 void single_threaded_blas();
+
+// The BLAS that library calls run on, as it describes itself: its name and version, its build
+// configuration, and the kernel family (OpenBLAS's "core") it picked for this CPU. `generic`: a
+// core older than AVX2 on a host that has AVX2, i.e. the library did not recognize the CPU and
+// runs products several times below its speed (OPENBLAS_CORETYPE overrides the choice). The first
+// library call warns once on stderr when it is.
+struct BlasInfo {
+  std::string library, version, config, core;
+  bool generic = false;
+};
+const BlasInfo& blas_info();
 
 // C (m x n, row-major, leading dimension ldc) = op(A) * op(B), or C += op(A) * op(B) when
 // `accumulate`, where op(A) is m x k and op(B) k x n; A is stored row-major with leading

@@ -4,6 +4,7 @@
 #  - compiles each installed header on its own (-Wall -Wextra -Werror -pedantic, only the prefix
 #    on the include path: an installed header that includes an internal one fails here),
 #  - keeps internal namespaces out of libkiln.so's exported symbols and prints their count,
+#  - checks that libkiln.so and kiln load the BLAS installed beside them,
 #  - configures, builds and runs examples/ (find_package(Kiln)) and one program through
 #    pkg-config, and checks each example's result against the installed `kiln run`'s.
 # Usage: scripts/test-install.sh [build dir, default build/release] (built first by test.sh).
@@ -36,6 +37,15 @@ if grep -E "$internal" "$work/symbols.txt" | head -20 | grep . ; then
   exit 1
 fi
 echo "test-install: $(basename "$lib") ($(du -h "$lib" | cut -f1)) exports $count symbols, none internal"
+
+# The BLAS the installed library and command load: the copy in the prefix (their RUNPATH), not the
+# build's .venv/openblas.
+for f in "$lib" "$prefix/bin/kiln"; do
+  blas="$(ldd "$f" | awk '/libscipy_openblas/ { print $3 }')"
+  [ "$(readlink -f "$blas")" = "$(readlink -f "$prefix/lib/libscipy_openblas.so")" ] ||
+    { echo "test-install: $f loads its BLAS from '$blas', not from the prefix" >&2; exit 1; }
+done
+echo "test-install: libkiln.so and kiln load the BLAS installed beside them"
 
 # The examples, built against the prefix alone.
 cmake -S examples -B "$work/examples" -G Ninja -DCMAKE_PREFIX_PATH="$prefix" \

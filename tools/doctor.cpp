@@ -2,6 +2,7 @@
 // against a reference, stopping at the first that fails (tools/doctor.hpp).
 #include "tools/doctor.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -14,10 +15,7 @@
 #include "codegen/library.hpp"
 #include "kiln/kiln.hpp"
 #include "support/error.hpp"
-
-// OpenBLAS's own account of itself, where the BLAS linked is OpenBLAS (weak: absent otherwise).
-extern "C" char* openblas_get_config() __attribute__((weak));
-extern "C" char* openblas_get_corename() __attribute__((weak));
+#include "support/flags.hpp"
 
 namespace kiln::doctor {
 
@@ -87,9 +85,22 @@ int run(Device device) {
   std::printf("kiln doctor --device %s\n", device_name(device));
   std::printf("host       %s, %u hardware threads\n", compile_target().c_str(),
               std::thread::hardware_concurrency());
-  if (openblas_get_config)
-    std::printf("blas       %s; core %s\n", openblas_get_config(),
-                openblas_get_corename ? openblas_get_corename() : "?");
+  const library::BlasInfo& blas = library::blas_info();
+  std::printf("blas       %s; core %s%s\n", blas.config.c_str(), blas.core.c_str(),
+              blas.generic ? " (generic: this CPU is not recognized, products run slow; "
+                             "OPENBLAS_CORETYPE chooses the kernels)"
+                           : "");
+  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+  if (flags().threads > 0)
+    std::printf("threads    %d workers (KILN_THREADS; %u hardware threads)", flags().threads,
+                cores);
+  else
+    std::printf("threads    %u workers (one per hardware thread; KILN_THREADS sets it)", cores);
+  std::printf(
+      "; BLAS: one thread per call inside blocks, the run's workers for a call that runs "
+      "alone\n");
+  std::printf("cache      %s\n", flags().cache_dir.empty() ? "off (KILN_CACHE_DIR is empty)"
+                                                           : flags().cache_dir.c_str());
   std::fflush(stdout);
   std::string target;
   try {

@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "codegen/backend.hpp"
+#include "codegen/library.hpp"
 #include "kiln/kiln.hpp"
 #include "support/cache.hpp"
 #include "support/files.hpp"
@@ -233,6 +234,11 @@ nlohmann::json to_json(const kiln::workloads::Workload& w, const kiln::cli::RunO
   kiln::Device device = kiln::resolve_device(kiln::Device::Default);
   j["device"] = kiln::device_name(device);
   j["compile_target"] = kiln::device_target(device);
+  const kiln::library::BlasInfo& blas = kiln::library::blas_info();
+  j["blas"] = {{"library", blas.library},
+               {"version", blas.version},
+               {"core", blas.core},
+               {"generic", blas.generic}};
   if (r.devices > 0) {
     j["devices"] = r.devices;
     j["to_device_bytes"] = r.to_device_bytes;

@@ -1,13 +1,17 @@
-// kiln doctor, the CUDA libraries' discovery (KILN_CUDA_LIB_DIR) and library calls that fall back
-// to the host (a warning once, an error with KILN_CUDA_STRICT).
+// kiln doctor, the BLAS it reports (and --json, and the warning for generic kernels), the CUDA
+// libraries' discovery (KILN_CUDA_LIB_DIR) and library calls that fall back to the host (a warning
+// once, an error with KILN_CUDA_STRICT).
 #include <dlfcn.h>
 #include <unistd.h>
 
 #include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "codegen/backend.hpp"
 #include "codegen/cuda/nvrtc.hpp"
+#include "codegen/library.hpp"
 #include "oracle.hpp"
 #include "shell.hpp"
 #include "support/flags.hpp"
@@ -49,6 +53,72 @@ TEST(Doctor, AMissingGpuIsOneFailedLineAndANonZeroExit) {
   EXPECT_EQ(out.find("\nok   "), std::string::npos) << out;
   run("doctor --device nothing", &rc);
   EXPECT_EQ(rc, 2);
+}
+
+namespace {
+// The version cmake/blas-requirements.txt pins ("scipy-openblas32==0.3.34.481.3").
+std::string pinned_blas_version() {
+  std::ifstream in(kt::source_dir() + "/cmake/blas-requirements.txt");
+  for (std::string line; std::getline(in, line);)
+    if (line.rfind("scipy-openblas32==", 0) == 0) return line.substr(line.find("==") + 2);
+  return "";
+}
+
+// `kiln run matmul` with `env` before it: its --json (stdout) and its stderr.
+nlohmann::json matmul_json(const std::string& env, std::string* err) {
+  std::string errfile = kt::tmpdir() + "/blas-stderr.txt";
+  std::string out = kt::shell("env " + env + " " + kt::kiln_cli() +
+                              " run matmul --size 96 --chunk 32 --json 2>" + errfile);
+  std::ifstream in(errfile);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  *err = ss.str();
+  return nlohmann::json::parse(out, nullptr, false);
+}
+}  // namespace
+
+TEST(Blas, DoctorAndJsonNameThePinnedOpenBlasAndTheCoreItRuns) {
+  const std::string version = pinned_blas_version();
+  ASSERT_FALSE(version.empty());
+  const library::BlasInfo& b = library::blas_info();
+  EXPECT_EQ(b.library, "OpenBLAS");
+  EXPECT_EQ(b.version, version);
+  EXPECT_FALSE(b.core.empty());
+  int rc = -1;
+  std::string doctor = run("doctor --device cpu", &rc);
+  EXPECT_EQ(rc, 0) << doctor;
+  EXPECT_NE(doctor.find("\nblas       OpenBLAS " + version + " "), std::string::npos) << doctor;
+  EXPECT_NE(doctor.find("; core " + b.core), std::string::npos) << doctor;
+  EXPECT_NE(doctor.find("\nthreads    "), std::string::npos) << doctor;
+  EXPECT_NE(doctor.find("\ncache      "), std::string::npos) << doctor;
+  std::string err;
+  nlohmann::json j = matmul_json("", &err);
+  ASSERT_TRUE(j.is_object()) << err;
+  EXPECT_EQ(j["blas"]["library"], "OpenBLAS");
+  EXPECT_EQ(j["blas"]["version"], version);
+  EXPECT_EQ(j["blas"]["core"], b.core);
+  EXPECT_EQ(j["blas"]["generic"], b.generic);
+}
+
+TEST(Blas, KernelsOlderThanTheHostsAvx2WarnOnceAndStillCompute) {
+  if (!__builtin_cpu_supports("avx2")) GTEST_SKIP() << "the host has no AVX2";
+  // OPENBLAS_CORETYPE makes OpenBLAS pick its kernels as on an SSE3 CPU, as it does on a CPU it
+  // does not recognize; then the AVX2 ones, which every AVX2 host runs.
+  std::string err;
+  nlohmann::json old = matmul_json("OPENBLAS_CORETYPE=Prescott", &err);
+  ASSERT_TRUE(old.is_object()) << err;
+  EXPECT_EQ(old["blas"]["generic"], true) << old.dump();
+  EXPECT_EQ(count(err, "kiln: warning: OpenBLAS "), 1) << err;
+  EXPECT_NE(err.find("as OPENBLAS_CORETYPE=Prescott asks"), std::string::npos) << err;
+  nlohmann::json avx2 = matmul_json("OPENBLAS_CORETYPE=Haswell", &err);
+  ASSERT_TRUE(avx2.is_object()) << err;
+  EXPECT_EQ(avx2["blas"]["core"], "Haswell");
+  EXPECT_EQ(avx2["blas"]["generic"], false);
+  EXPECT_EQ(count(err, "warning"), 0) << err;
+  // Both kernel families compute the same product (sums of 96 terms, rounded differently).
+  const double a = old["result"], h = avx2["result"];
+  EXPECT_NEAR(a, h, 1e-9 * std::fabs(h)) << old.dump() << avx2.dump();
+  EXPECT_NE(h, 0.0);
 }
 
 TEST(CudaLibraries, KilnCudaLibDirIsSearchedFirst) {

@@ -14,11 +14,18 @@
 # temporary prefix and builds and checks examples/ against it (scripts/test-install.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# Each stage's wall time, printed as it ends ("test.sh: ... took N s").
+timed() {
+  local start=$SECONDS what="$1"
+  shift
+  "$@"
+  echo "test.sh: $what took $((SECONDS - start)) s"
+}
 bash scripts/install-deps.sh
 preset="${1:-release}"
 cmake --preset "$preset" >/dev/null
-cmake --build --preset "$preset"
-ctest --preset "$preset"
+timed "the $preset build" cmake --build --preset "$preset"
+timed "the $preset suite" ctest --preset "$preset"
 if [ "$preset" = release ]; then
   host="$(build/release/kiln run diamond --size 100 --chunk 50 --json)"
   case "$host" in
@@ -28,10 +35,10 @@ if [ "$preset" = release ]; then
   esac
   if [ -n "$narrower" ]; then
     echo "test.sh: the suite again with KILN_TARGET_CPU=$narrower KILN_MATH=libmvec (host: $(echo "$host" | grep -o "\"compile_target\":\"[^\"]*\""))"
-    KILN_TARGET_CPU="$narrower" KILN_MATH=libmvec ctest --preset release
+    KILN_TARGET_CPU="$narrower" KILN_MATH=libmvec timed "the $narrower suite" ctest --preset release
   fi
   echo "test.sh: the suite again on the interpreter (KILN_DEVICE=interp)"
-  KILN_DEVICE=interp ctest --preset release
+  KILN_DEVICE=interp timed "the interpreter suite" ctest --preset release
   # The CUDA printer's kernels as host C++; where the CUDA toolkit is installed, each kernel's
   # GPU build is also compiled by NVRTC for sm_80 and sm_90.
   check=""
@@ -42,10 +49,12 @@ if [ "$preset" = release ]; then
   # each kernel is compiled by the host compiler and by NVRTC twice, and on a 2-core Zen 3 the 300
   # took 591-605 s, at ctest's 600 s limit. The CPU and interpreter runs above keep all 300.
   echo "test.sh: the suite again on cuda-emu (KILN_DEVICE=cuda-emu, KILN_CUDA_CHECK=${check:-none: no NVRTC}, KILN_FUZZ_COUNT=120)"
-  KILN_DEVICE=cuda-emu KILN_CUDA_CHECK="$check" KILN_FUZZ_COUNT=120 ctest --preset release
+  KILN_DEVICE=cuda-emu KILN_CUDA_CHECK="$check" KILN_FUZZ_COUNT=120 timed "the cuda-emu suite" \
+    ctest --preset release
   echo "test.sh: the suite again on three emulated devices (KILN_DEVICE=cuda-emu KILN_DEVICES=3, KILN_FUZZ_COUNT=120)"
-  KILN_DEVICE=cuda-emu KILN_DEVICES=3 KILN_FUZZ_COUNT=120 ctest --preset release
+  KILN_DEVICE=cuda-emu KILN_DEVICES=3 KILN_FUZZ_COUNT=120 timed "the three-device suite" \
+    ctest --preset release
   # The installed package as another project uses it: headers alone, exported symbols, examples/.
   echo "test.sh: cmake --install into a temporary prefix, then examples/ against it (scripts/test-install.sh)"
-  bash scripts/test-install.sh build/release
+  timed "test-install.sh" bash scripts/test-install.sh build/release
 fi

@@ -2,12 +2,21 @@
 // chunkings (so partials go through the combine tree), integer and bool inputs, NaN.
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 
 #include "oracle.hpp"
 
 using namespace kiln;
 using kt::lazy;
 using kt::same;
+
+namespace {
+NDArray clone(const NDArray& a) {
+  NDArray c(a.dtype(), a.shape());
+  std::memcpy(c.data(), a.data(), static_cast<size_t>(a.size()) * dtype_size(a.dtype()));
+  return c;
+}
+}  // namespace
 
 TEST(Reduce, AllReductionsAllAxisSetsMatchNumPy) {
   NDArray a = kt::random_array(DType::Float64, {13, 7, 11}, 61, 0.5, 1.5);
@@ -115,6 +124,68 @@ TEST(Reduce, ArgReductionsPreferTheFirstFlatIndexAcrossBlocks) {
   EXPECT_EQ(lazy(n, {1, 1}).argmax().compute().item<int64_t>(), 1);
   NDArray s = kt::make_array(DType::Float64, {}, {3.0});
   EXPECT_EQ(lazy(s).argmax(std::nullopt, true).shape(), Shape{});  // NumPy: 0-d stays 0-d
+}
+
+TEST(Reduce, ArgReductionsOverLongRowsMatchNumPyWithTiesNaNsAndZeros) {
+  // Rows longer than the CPU kernels' strips (1024 elements, searched only where a strip beats the
+  // earlier ones), values from a small set (ties in every strip and across strips and blocks),
+  // -0.0 beside +0.0, a NaN late in one row and two in another; the whole array (its rows run
+  // whole: coalesce_rows) and along each axis, in blocks of whole and of cut rows.
+  NDArray x = kt::random_array(DType::Float64, {6, 3000}, 23, 0, 1);
+  double* d = static_cast<double*>(x.data());
+  for (int64_t k = 0; k < x.size(); ++k) d[k] = std::floor(d[k] * 7) - 3;  // -3 .. 3
+  d[2 * 3000 + 2500] = -0.0;
+  d[3 * 3000 + 2047] = NAN;
+  d[5 * 3000 + 1500] = NAN;
+  d[5 * 3000 + 20] = NAN;
+  NDArray no_nan = clone(x);
+  double* e = static_cast<double*>(no_nan.data());
+  for (int64_t k = 0; k < no_nan.size(); ++k)
+    if (std::isnan(e[k])) e[k] = 3;
+  std::vector<std::pair<std::string, NDArray>> in = {{"x", x}, {"y", no_nan}};
+  std::vector<std::string> exprs;
+  for (const char* v : {"x", "y", "y.astype(np.int32)", "(y > 2)", "y.astype(np.float32)"})
+    for (const char* f : {"argmax", "argmin"})
+      for (const char* axis : {"None", "0", "1"})
+        exprs.push_back(std::string("np.") + f + "(" + v + ", axis=" + axis + ")");
+  std::vector<NDArray> want = kt::numpy(in, exprs);
+  for (Shape chunks : {Shape{6, 3000}, Shape{2, 1000}, Shape{5, 1100}}) {
+    size_t at = 0;
+    Array xs = lazy(x, chunks), ys = lazy(no_nan, chunks);
+    for (Array v : {xs, ys, ys.astype(DType::Int32), ys > 2.0, ys.astype(DType::Float32)})
+      for (bool is_max : {true, false})
+        for (std::optional<int> axis :
+             {std::optional<int>(), std::optional<int>(0), std::optional<int>(1)}) {
+          Array r = is_max ? v.argmax(axis) : v.argmin(axis);
+          EXPECT_TRUE(same(r.compute(), want[at])) << exprs[at] << " chunks " << chunks[1];
+          ++at;
+        }
+  }
+}
+
+TEST(Reduce, WholeArrayReductionsOfBuffersCutIntoColumnsMatchNumPy) {
+  // Reductions over every dim of memory chunked across its rows run over whole rows (the plan
+  // merges the column chunks and splits the rows instead): the same values as NumPy's, a NaN
+  // included, on 1 and 2 threads.
+  NDArray x = kt::random_array(DType::Float64, {301, 2999}, 5);
+  NDArray n = clone(x);
+  static_cast<double*>(n.data())[1234] = NAN;
+  std::vector<NDArray> want =
+      kt::numpy({{"x", x}, {"n", n}}, {"np.sum(x)", "np.prod(x / 2)", "np.min(x)", "np.max(x)",
+                                       "np.argmax(x)", "np.mean(x)", "np.max(n)", "np.argmin(n)",
+                                       "np.any(x > 2.999)", "np.all(x < 2.999)"});
+  for (int threads : {1, 2}) {
+    ComputeOptions o;
+    o.threads = threads;
+    Array a = lazy(x, {100, 700}), b = lazy(n, {100, 700});
+    std::vector<NDArray> got =
+        compute({a.sum(), (a / 2.0).prod(), a.min(), a.max(), a.argmax(), a.mean(), b.max(),
+                 b.argmin(), (a > 2.999).any(), (a < 2.999).all()},
+                o);
+    for (size_t k = 0; k < got.size(); ++k)
+      EXPECT_TRUE(same(got[k], want[k], k < 2 || k == 5 ? 1e-12 : 0))
+          << k << " threads " << threads;
+  }
 }
 
 TEST(Reduce, LongFloatSumsAreAsAccurateAsNumPys) {

@@ -365,12 +365,14 @@ class Printer {
 
   // argmin/argmax along the innermost dim, a strip at a time (an index-carrying select chain does
   // not vectorize: 5.5 ns an element, against NumPy's 0.25): the strip's loop folds the values
-  // by a vectorizable min/max (NaN-propagating for floats) and stores each value and index in
-  // the strip's buffers (scan_step); then the first element of the strip equal to that extreme
-  // (a NaN when it is NaN) is found by a second vectorized loop over the buffer, a min-reduction
-  // of the matching positions. The strip's (extreme, index) is what the element-by-element
-  // arg_step would have kept: the first of the elements that compare equal to the extreme (-0
-  // and +0 compare equal), or the first NaN; strips are then folded in order by arg_step.
+  // by a vectorizable min/max (NaN-propagating for floats), keeping each value and index in the
+  // strip's buffers unless they can be had again (a memory leaf's value is read again, an iota
+  // index recomputed: scan_step); then, only if that extreme beats the state, the first element
+  // of the strip equal to it (a NaN when it is NaN) is found by a second vectorized loop, a
+  // min-reduction of the matching positions (scan_strip). The strip's (extreme, index) is what
+  // the element-by-element arg_step would have kept: the first of the elements that compare
+  // equal to the extreme (-0 and +0 compare equal), or the first NaN; strips are then folded in
+  // order by arg_step (fold_strip).
   bool scanned(size_t o) const { return folds_inner(o) && scan_bufs_.count(o); }
   bool any_scanned() const {
     for (size_t o = 0; o < k_.outputs.size(); ++o)

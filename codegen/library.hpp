@@ -7,7 +7,9 @@
 // own threads on top would oversubscribe the cores. Parallelism comes from the blocks (the plan
 // splits a large product into enough row panels for every core). The exception: a LAPACK call
 // that the plan proves runs alone (every other group of the plan runs before or after it:
-// TSQR's small factorizations) gets the run's threads.
+// TSQR's small factorizations) gets the run's threads, unless it is small (m n min(m, n) under
+// 2^26: OpenBLAS's idle threads spin after a threaded call, taking the cores from the kernels
+// that follow).
 #pragma once
 #include <cstdint>
 #include <string>

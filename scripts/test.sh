@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # Builds Kiln and runs the test suite (ctest). Usage: scripts/test.sh [preset]
 # Presets: release (default), asan (AddressSanitizer + UBSan), tsan (ThreadSanitizer; the executor
-# runs on std::threads there, as libtbb is not instrumented). Every preset runs every test.
+# runs on std::threads there, as libtbb is not instrumented). release and asan run every test,
+# tsan those that can run Kiln's executor on several threads ($host_only below).
 # The release preset then runs the suite again with kernels compiled for the next narrower CPU
-# (KILN_TARGET_CPU: x86-64-v3, AVX2, on AVX-512 hosts; x86-64-v2, SSE4, on AVX2 hosts) and
-# glibc's libmvec instead of Kiln's own vector math functions (KILN_MATH=libmvec), so both code
-# paths and both math libraries are tested on one host; and once more on the reference
+# (KILN_TARGET_CPU: x86-64-v3, AVX2, on AVX-512 hosts; x86-64-v2, SSE4, on AVX2 hosts) and glibc's
+# libmvec instead of Kiln's own vector math functions (KILN_MATH=libmvec), so both code paths and
+# both math libraries are tested on one host; on AVX-512 hosts, the suites that compile kernels also
+# for x86-64-v4 and x86-64-v2 (every x86-64 level the host runs); and once more on the reference
 # interpreter (KILN_DEVICE=interp: every compute() of the suite evaluated without the JIT, against
 # the same NumPy expectations); and once more on cuda-emu (the CUDA printer's kernels compiled as
 # host C++, and by NVRTC for sm_80 and sm_90 where the CUDA toolkit is installed), on one emulated
@@ -25,20 +27,45 @@ bash scripts/install-deps.sh
 preset="${1:-release}"
 cmake --preset "$preset" >/dev/null
 timed "the $preset build" cmake --build --preset "$preset"
-timed "the $preset suite" ctest --preset "$preset"
+# Suites whose work does not depend on KILN_DEVICE: they choose their devices themselves (OpsTable
+# compares every backend, Cuda, CacheFaults, Doctor, Blas, CudaLibraries) or compute nothing on one
+# (the .npy and trace readers, the command line's parsing, the JIT's target, Kiln's math functions
+# and the Gram kernel called directly, the generator's tables, the include layering, checked
+# arithmetic, graph interning, the benchmark binary's smoke run). The device reruns below leave
+# them out, as does ThreadSanitizer except for Cuda (cuda-emu compiles for two GPU targets on two
+# threads): what the others test is not concurrent (their few computes are small, on the paths
+# that the other suites run threaded).
+single='OpsTable|CacheFaults|Doctor|Blas|CudaLibraries|NpyHostile|HostileCli|SizesCli|Report|Target'
+single+='|Layering|Interning|Checked|Philox4x32_10|PhiloxMapping|KilnMath|Gram|Bench'
+host_only="^(Cuda|$single)\\."
+suite=()
+# ThreadSanitizer: also without the GLM convergence sweep (every solver on two datasets: 161 of
+# the suite's 990 test-seconds under TSan), whose parallel paths the other GlmEstimators tests run.
+[ "$preset" = tsan ] &&
+  suite=(-E "^($single)\\.|^GlmEstimators\\.ConvergedMeansTheGradientRuleHolds\$")
+timed "the $preset suite" ctest --preset "$preset" "${suite[@]}"
 if [ "$preset" = release ]; then
   host="$(build/release/kiln run diamond --size 100 --chunk 50 --json)"
   case "$host" in
-    *AVX-512*) narrower=x86-64-v3 ;;
-    *AVX2*) narrower=x86-64-v2 ;;
-    *) narrower="" ;;
+    *AVX-512*) narrower=x86-64-v3 others="x86-64-v4 x86-64-v2" ;;
+    *AVX2*) narrower=x86-64-v2 others="" ;;
+    *) narrower="" others="" ;;
   esac
   if [ -n "$narrower" ]; then
     echo "test.sh: the suite again with KILN_TARGET_CPU=$narrower KILN_MATH=libmvec (host: $(echo "$host" | grep -o "\"compile_target\":\"[^\"]*\""))"
     KILN_TARGET_CPU="$narrower" KILN_MATH=libmvec timed "the $narrower suite" ctest --preset release
   fi
+  # The suites whose kernels the JIT compiles for the target (element functions, reductions, the
+  # differential fuzzer, fusion, linear algebra's kernels), for each other x86-64 level the host
+  # runs: every level from SSE4.2 (v2) to AVX-512 (v4) is then tested on an AVX-512 host.
+  jit='^(Elementwise|Reduce|Fuzz|FuzzMatmul|KilnMath|Bitwise|FloorDivide|FMod|Power|Scalars|Creation|Random|Fusion|RowFusion|Structure|Linalg|Decompose|Glm)\.'
+  for level in $others; do
+    echo "test.sh: the JIT's suites with KILN_TARGET_CPU=$level (KILN_FUZZ_COUNT=120)"
+    KILN_TARGET_CPU="$level" KILN_FUZZ_COUNT=120 timed "the $level JIT suites" \
+      ctest --preset release -R "$jit"
+  done
   echo "test.sh: the suite again on the interpreter (KILN_DEVICE=interp)"
-  KILN_DEVICE=interp timed "the interpreter suite" ctest --preset release
+  KILN_DEVICE=interp timed "the interpreter suite" ctest --preset release -E "$host_only"
   # The CUDA printer's kernels as host C++; where the CUDA toolkit is installed, each kernel's
   # GPU build is also compiled by NVRTC for sm_80 and sm_90.
   check=""
@@ -50,10 +77,10 @@ if [ "$preset" = release ]; then
   # took 591-605 s, at ctest's 600 s limit. The CPU and interpreter runs above keep all 300.
   echo "test.sh: the suite again on cuda-emu (KILN_DEVICE=cuda-emu, KILN_CUDA_CHECK=${check:-none: no NVRTC}, KILN_FUZZ_COUNT=120)"
   KILN_DEVICE=cuda-emu KILN_CUDA_CHECK="$check" KILN_FUZZ_COUNT=120 timed "the cuda-emu suite" \
-    ctest --preset release
+    ctest --preset release -E "$host_only"
   echo "test.sh: the suite again on three emulated devices (KILN_DEVICE=cuda-emu KILN_DEVICES=3, KILN_FUZZ_COUNT=120)"
   KILN_DEVICE=cuda-emu KILN_DEVICES=3 KILN_FUZZ_COUNT=120 timed "the three-device suite" \
-    ctest --preset release
+    ctest --preset release -E "$host_only"
   # The installed package as another project uses it: headers alone, exported symbols, examples/.
   echo "test.sh: cmake --install into a temporary prefix, then examples/ against it (scripts/test-install.sh)"
   timed "test-install.sh" bash scripts/test-install.sh build/release

@@ -509,11 +509,15 @@ void tsqr_mix(LinalgFn f, const MatrixRef& a, const MatrixRef& b, int n, int r, 
   if (product && r > 0) {
     std::vector<T> rm(static_cast<size_t>(n) * n);
     checked_copy(f, top_rows(a, n), rm.data(), n, 1);
-    if constexpr (std::is_same_v<T, double>) KILN_CBLAS(dtrsm)
-    (CblasRowMajor, CblasLeft, CblasUpper, CblasNoTrans, CblasNonUnit, n, r, 1.0, rm.data(), n, out,
-     r);
-    else KILN_CBLAS(strsm)(CblasRowMajor, CblasLeft, CblasUpper, CblasNoTrans, CblasNonUnit, n, r,
-                           1.0f, rm.data(), n, out, r);
+    if constexpr (std::is_same_v<T, double>) {
+      KILN_CBLAS(dtrsm)
+      (CblasRowMajor, CblasLeft, CblasUpper, CblasNoTrans, CblasNonUnit, n, r, 1.0, rm.data(), n,
+       out, r);
+    } else {
+      KILN_CBLAS(strsm)
+      (CblasRowMajor, CblasLeft, CblasUpper, CblasNoTrans, CblasNonUnit, n, r, 1.0f, rm.data(), n,
+       out, r);
+    }
   }
   T* info = out + static_cast<size_t>(n) * r;
   std::fill_n(info, r, T(0));

@@ -502,17 +502,18 @@ class PlanBuilder {
     }
     const int64_t merged = static_cast<int64_t>(g.chunks[rank - 1].size());
     int64_t width = 0, largest = 0, rows_largest = 0;
-    for (int64_t c : g.chunks[rank - 1]) width += c;
+    for (int64_t c : g.chunks[rank - 1]) {
+      width += c;
+      largest = std::max(largest, c);
+    }
     for (int64_t r : g.chunks[rank - 2]) rows_largest = std::max(rows_largest, r);
-    for (int64_t c : g.chunks[rank - 1]) largest = std::max(largest, c);
     std::vector<int64_t> rows;
     for (int64_t r : g.chunks[rank - 2]) {
       const int64_t pieces = std::min(merged, r);
       for (int64_t q = 0; q < pieces; ++q) rows.push_back(r / pieces + (q < r % pieces ? 1 : 0));
     }
     // A block at most twice as large as the largest before (rows fewer than the merged chunks).
-    int64_t new_rows_largest = *std::max_element(rows.begin(), rows.end());
-    if (new_rows_largest * width > 2 * rows_largest * largest) return;
+    if (*std::max_element(rows.begin(), rows.end()) * width > 2 * rows_largest * largest) return;
     g.chunks[rank - 2] = std::move(rows);
     g.chunks[rank - 1] = {width};
   }

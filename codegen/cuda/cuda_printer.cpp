@@ -131,8 +131,8 @@ class Printer {
     p.shape = shape_;
     s_ = "\n// kernel " + hex_u64(k_.hash()) + ": " + mode_name() + "\n";
     print_acc();
-    print_thread();
     s_ += block_tree(flavor_);
+    print_thread();
     if (flavor_ == Flavor::Emu)
       print_emu_entry();
     else
@@ -163,6 +163,17 @@ class Printer {
       for (int d = 0; d < r; ++d)
         if ((keep >> d) & 1u) sh.parallel.push_back(d);
       sh.mode = sh.parallel.empty() ? KernelShape::Mode::Serial : KernelShape::Mode::Owned;
+      // The split (KernelShape::split): each reduction's element is one item's, so a thread's
+      // partials are one accumulator per reduction; no row stage.
+      bool exact = sh.mode == KernelShape::Mode::Owned && !k_.has_row_stage();
+      for (const auto& o : k_.outputs)
+        exact = exact && (!o.reduce || (all & ~o.reduced_mask) == keep);
+      for (int d = 0; exact && d + 1 < r; ++d)
+        if (!((keep >> d) & 1u)) {
+          sh.split = true;
+          sh.split_dim = d;
+          break;
+        }
     }
     int fields = 1;  // the pad
     for (size_t o = 0; o < k_.outputs.size(); ++o)
@@ -176,7 +187,9 @@ class Printer {
       case KernelShape::Mode::Flat:
         return shape_.tree ? "flat, partials through the block tree" : "flat";
       case KernelShape::Mode::Owned:
-        return "owned (threads over the dims every reduction keeps)";
+        return shape_.split ? "owned, split (threads over the dims every reduction keeps and "
+                              "over segments of the outermost other dim)"
+                            : "owned (threads over the dims every reduction keeps)";
       case KernelShape::Mode::Serial:
         return "serial (one thread)";
     }
@@ -211,6 +224,16 @@ class Printer {
     std::string a = I(b);
     for (int d = 0; d + 1 < r; ++d) a += " + " + idx(d) + " * " + I(b + 1 + d);
     if (r > 0 && with_inner && !inner_reduced_[o]) a += " + " + idx(r - 1);
+    return "(" + a + ")";
+  }
+
+  // A split kernel's reduction o at the current item: only the parallel dims' indices are in
+  // scope; the other dims' strides are 0 (every reduction keeps exactly the parallel dims).
+  std::string item_at(size_t o) const {
+    int r = k_.rank, b = k_.output_base(int(o));
+    std::string a = I(b);
+    for (int d : shape_.parallel)
+      a += d + 1 < r ? " + " + idx(d) + " * " + I(b + 1 + d) : " + " + idx(d);
     return "(" + a + ")";
   }
 
@@ -433,7 +456,7 @@ class Printer {
     std::string fields, init, combine, store;
     for (size_t o = 0; o < k_.outputs.size(); ++o) {
       const kir::Output& out = k_.outputs[o];
-      if (!out.reduce || !shape_.tree) continue;
+      if (!out.reduce || !(shape_.tree || shape_.split)) continue;
       std::string n = std::to_string(o), T = ctype(out.type);
       fields += "  " + T + " s" + n + ";\n  " + T + " c" + n + ";\n  kiln_i64 x" + n + ";\n";
       init += "  a.s" + n + " = " + identity(out) + ";\n  a.c" + n + " = (" + T + ")0;\n  a.x" + n +
@@ -498,6 +521,12 @@ class Printer {
                           v(out.index_value) + ");");
         else if (compensated_[o])
           line(depth, "kiln_neumaier(acc.s" + n + ", acc.c" + n + ", " + val + ");");
+        else
+          line(depth, "acc.s" + n + " = " + fold_fn(out.fn) + "(acc.s" + n + ", " + val + ");");
+      } else if (shape_.split && !inner_reduced_[o]) {
+        if (is_arg(o))
+          line(depth, "kiln_arg_fold(" + mx + ", acc.s" + n + ", acc.x" + n + ", " + val + ", " +
+                          v(out.index_value) + ");");
         else
           line(depth, "acc.s" + n + " = " + fold_fn(out.fn) + "(acc.s" + n + ", " + val + ");");
       } else if (inner_reduced_[o]) {
@@ -584,7 +613,12 @@ class Printer {
       if (out.row)
         line(depth, "row" + m + " = " + fold_fn(out.fn) + "(" + identity(out) + ", res" + m + ");");
       std::string at = out_at(o, false);
-      if (is_arg(o))
+      if (shape_.split && is_arg(o))
+        line(depth, "kiln_arg_fold(" + std::string(is_max(o) ? "true" : "false") + ", acc.s" + m +
+                        ", acc.x" + m + ", res" + m + ", st_x" + m + ");");
+      else if (shape_.split)
+        line(depth, "acc.s" + m + " = " + fold_fn(out.fn) + "(acc.s" + m + ", res" + m + ");");
+      else if (is_arg(o))
         line(depth, "kiln_arg_fold(" + std::string(is_max(o) ? "true" : "false") + ", " + mem(o) +
                         "[" + at + "], " + index_mem(o) + "[" + at + "], res" + m + ", st_x" + m +
                         ");");
@@ -608,11 +642,67 @@ class Printer {
     line(depth, "const kiln_i64 " + idx(dims[0]) + " = q;");
   }
 
+  // The formula of split_segments (cuda_printer.hpp) in the kernel, and the split's sizes.
+  void print_split_size() {
+    std::string n = "1";
+    for (int d : shape_.parallel) n += " * " + I(d);
+    s_ += "KILN_FN void kiln_split_size(const kiln_i64* I, kiln_i64& n, kiln_i64& G) {\n";
+    s_ += "  n = " + n + ";\n";
+    s_ += "  const kiln_i64 L = " + I(shape_.split_dim) + ";\n";
+    s_ += "  G = (L + " + std::to_string(kSplitMinRows - 1) + ") / " +
+          std::to_string(kSplitMinRows) + ";\n";
+    s_ += "  const kiln_i64 fill = n < " + std::to_string(kSplitThreads) + " ? " +
+          std::to_string(kSplitThreads) + " / n : 1;\n";
+    s_ += "  if (G > fill) G = fill;\n";
+    s_ += "  if (G > " + std::to_string(kSplitMaxSegments) +
+          ") G = " + std::to_string(kSplitMaxSegments) + ";\n";
+    s_ += "  if (G < 1) G = 1;\n}\n";
+  }
+
+  // Split owned kernels: item e's output elements = its value, then segment 1's partial, 2's,
+  // ... in order (segment 0's partial continued from the value).
+  void print_split_fold() {
+    s_ +=
+        "KILN_FN void kiln_split_fold(const kiln_i64* I, void* const* P, const kiln_acc* "
+        "parts, kiln_i64 e, kiln_i64 n, kiln_i64 G) {\n";
+    decompose(1, shape_.parallel);
+    s_ += "  kiln_acc a = parts[e];\n";
+    s_ += "  for (kiln_i64 g = 1; g < G; ++g) {\n";
+    s_ += flavor_ == Flavor::Emu ? "    const kiln_acc b = parts[g * n + e];\n"
+                                 : "    const kiln_acc b = kiln_load_cg(parts + g * n + e);\n";
+    for (size_t o = 0; o < k_.outputs.size(); ++o) {
+      if (!k_.outputs[o].reduce) continue;
+      std::string m = std::to_string(o);
+      if (is_arg(o))
+        s_ += std::string("    kiln_arg_combine(") + (is_max(o) ? "true" : "false") + ", a.s" + m +
+              ", a.x" + m + ", b.s" + m + ", b.x" + m + ");\n";
+      else
+        s_ += "    a.s" + m + " = " + fold_fn(k_.outputs[o].fn) + "(a.s" + m + ", b.s" + m + ");\n";
+    }
+    s_ += "  }\n";
+    store_split(1, "a");
+    s_ += "}\n";
+  }
+  // The accumulator `a`'s values into the item's output elements.
+  void store_split(int depth, const std::string& a) {
+    for (size_t o = 0; o < k_.outputs.size(); ++o) {
+      if (!k_.outputs[o].reduce) continue;
+      std::string m = std::to_string(o), at = item_at(o);
+      line(depth, mem(o) + "[" + at + "] = " + a + ".s" + m + ";");
+      if (is_arg(o)) line(depth, index_mem(o) + "[" + at + "] = " + a + ".x" + m + ";");
+    }
+  }
+
   void print_thread() {
     int r = k_.rank;
-    s_ +=
-        "KILN_FN void kiln_thread(const kiln_i64* I, const double* F, void* const* P, kiln_i64 "
-        "t, kiln_i64 T, kiln_acc& acc, unsigned* kiln_status) {\n";
+    if (shape_.split) {
+      print_split_size();
+      print_split_fold();
+    }
+    s_ += std::string(
+              "KILN_FN void kiln_thread(const kiln_i64* I, const double* F, void* const* "
+              "P, kiln_i64 t, kiln_i64 T, ") +
+          (shape_.split ? "kiln_acc* parts" : "kiln_acc& acc") + ", unsigned* kiln_status) {\n";
     int depth = 1;
     if (shape_.mode == KernelShape::Mode::Flat) {
       std::string n = "1";
@@ -637,13 +727,40 @@ class Printer {
       is_par[size_t(d)] = true;
       n += " * " + I(d);
     }
-    line(depth, "const kiln_i64 n = " + n + ";");
-    line(depth, "for (kiln_i64 e = t; e < n; e += T) {");
-    ++depth;
-    decompose(depth, par);
+    if (shape_.split) {
+      // Work item w = g * n + e: segment g of the split dim for item e (adjacent threads take
+      // adjacent items, so their loads are adjacent).
+      int sd = shape_.split_dim;
+      line(depth, "kiln_i64 n, G;");
+      line(depth, "kiln_split_size(I, n, G);");
+      line(depth, "const kiln_i64 per = (" + I(sd) + " + G - 1) / G;");
+      line(depth, "for (kiln_i64 w = t; w < n * G; w += T) {");
+      ++depth;
+      line(depth, "const kiln_i64 e = w % n, g = w / n;");
+      decompose(depth, par);
+      line(depth, "kiln_acc acc;");
+      line(depth, "kiln_acc_init(acc);");
+      for (size_t o = 0; o < k_.outputs.size(); ++o) {
+        if (!k_.outputs[o].reduce) continue;
+        std::string m = std::to_string(o), at = item_at(o);
+        line(depth, "acc.s" + m + " = g == 0 ? " + mem(o) + "[" + at +
+                        "] : " + identity(k_.outputs[o]) + ";");
+        if (is_arg(o))
+          line(depth, "acc.x" + m + " = g == 0 ? " + index_mem(o) + "[" + at + "] : -1;");
+      }
+      line(depth, "const kiln_i64 lo = g * per, hi = lo + per < " + I(sd) +
+                      " ? lo + per : " + I(sd) + ";");
+      line(depth, "for (kiln_i64 " + idx(sd) + " = lo; " + idx(sd) + " < hi; ++" + idx(sd) + ") {");
+      ++depth;
+    } else {
+      line(depth, "const kiln_i64 n = " + n + ";");
+      line(depth, "for (kiln_i64 e = t; e < n; e += T) {");
+      ++depth;
+      decompose(depth, par);
+    }
     int opened = 0;
     for (int d = 0; d + 1 < r; ++d) {
-      if (is_par[size_t(d)]) continue;
+      if (is_par[size_t(d)] || (shape_.split && d == shape_.split_dim)) continue;
       line(depth,
            "for (kiln_i64 " + idx(d) + " = 0; " + idx(d) + " < " + I(d) + "; ++" + idx(d) + ") {");
       ++depth;
@@ -661,6 +778,14 @@ class Printer {
       outputs(depth, false, "");
     }
     for (; opened > 0; --opened) line(--depth, "}");
+    if (shape_.split) {
+      line(--depth, "}");  // the segment
+      line(depth, "if (G == 1) {");
+      store_split(depth + 1, "acc");
+      line(depth, "} else {");
+      line(depth + 1, "parts[w] = acc;");
+      line(depth, "}");
+    }
     line(--depth, "}");
     s_ += "}\n";
   }
@@ -677,7 +802,28 @@ kiln_kernel(const __grid_constant__ kiln_args args, void* scratch, unsigned* sta
   const double* F = args.F;
   void* const* P = args.P;
   const kiln_i64 T = (kiln_i64)gridDim.x * KILN_BLOCK;
-  kiln_acc a;
+)";
+    if (shape_.split) {
+      s_ += R"(  kiln_acc* parts = (kiln_acc*)((char*)scratch + 256);
+  kiln_thread(I, F, P, (kiln_i64)blockIdx.x * KILN_BLOCK + threadIdx.x, T, parts, status);
+  kiln_i64 n, G;
+  kiln_split_size(I, n, G);
+  if (G == 1) return;  // each thread stored its items' values
+  __shared__ bool last;
+  __threadfence();  // this thread's partials, before the block takes its ticket
+  __syncthreads();
+  if (threadIdx.x == 0) last = atomicAdd((unsigned*)scratch, 1u) == gridDim.x - 1;
+  __syncthreads();
+  if (last) {  // the last block to finish folds every item's segments, in segment order
+    __threadfence();
+    for (kiln_i64 e = threadIdx.x; e < n; e += KILN_BLOCK) kiln_split_fold(I, P, parts, e, n, G);
+    if (threadIdx.x == 0) *(unsigned*)scratch = 0;
+  }
+}
+)";
+      return;
+    }
+    s_ += R"(  kiln_acc a;
   kiln_acc_init(a);
   kiln_thread(I, F, P, (kiln_i64)blockIdx.x * KILN_BLOCK + threadIdx.x, T, a, status);
 )";
@@ -716,7 +862,17 @@ extern "C" unsigned kiln_emu_launch(const kiln_i64* I, const double* F, void* co
   unsigned status = 0;
   const kiln_i64 T = grid * KILN_BLOCK;
 )";
-    if (shape_.tree)
+    if (shape_.split)
+      s_ += R"(  kiln_i64 n, G;
+  kiln_split_size(I, n, G);
+  kiln_acc* parts = G > 1 ? new kiln_acc[n * G] : nullptr;
+  for (kiln_i64 t = 0; t < T; ++t) kiln_thread(I, F, P, t, T, parts, &status);
+  if (G > 1) {
+    for (kiln_i64 e = 0; e < n; ++e) kiln_split_fold(I, P, parts, e, n, G);
+    delete[] parts;
+  }
+)";
+    else if (shape_.tree)
       s_ += R"(  kiln_acc* parts = new kiln_acc[grid];
   kiln_acc* lanes = new kiln_acc[KILN_BLOCK];
   for (kiln_i64 b = 0; b < grid; ++b) {
@@ -777,9 +933,10 @@ Printed print(const kir::Kernel& k, Flavor flavor, bool kiln_math) {
 }
 
 std::string kernel_label(const kir::Kernel& k, const KernelShape& shape) {
-  const char* split = shape.mode == KernelShape::Mode::Flat    ? (shape.tree ? "flat-tree" : "flat")
-                      : shape.mode == KernelShape::Mode::Owned ? "owned"
-                                                               : "serial";
+  const char* split = shape.mode == KernelShape::Mode::Flat ? (shape.tree ? "flat-tree" : "flat")
+                      : shape.mode == KernelShape::Mode::Owned
+                          ? (shape.split ? "owned-split" : "owned")
+                          : "serial";
   return hex_u64(k.hash()) + " " + split;
 }
 
@@ -804,6 +961,12 @@ std::string print_combine(ReduceFn fn, DType acc, Flavor flavor) {
          "       e += (kiln_i64)gridDim.x * blockDim.x) " + step + "\n}\n";
 }
 
+int64_t split_segments(int64_t items, int64_t extent) {
+  int64_t g = (extent + kSplitMinRows - 1) / kSplitMinRows;
+  g = std::min(g, items < kSplitThreads ? kSplitThreads / items : int64_t{1});
+  return std::max<int64_t>(std::min(g, kSplitMaxSegments), 1);
+}
+
 Launch launch_for(int rank, const KernelShape& s, const int64_t* I) {
   Launch l;
   for (int d = 0; d < rank; ++d)
@@ -815,6 +978,11 @@ Launch launch_for(int rank, const KernelShape& s, const int64_t* I) {
       break;
     case KernelShape::Mode::Owned:
       for (int d : s.parallel) items *= I[d];
+      if (s.split) {
+        const int64_t g = split_segments(items, I[s.split_dim]);
+        items *= g;
+        if (g > 1) l.scratch_bytes = 256 + items * s.acc_bytes;
+      }
       break;
     case KernelShape::Mode::Serial:
       break;

@@ -13,6 +13,9 @@
 //   Owned   the dims every reduction keeps (`parallel`) are split over threads; each thread runs
 //           the other dims serially, in the interpreter's order (rows, the row stage, strips of
 //           inner sums), so its partials are its own and bit-identical to the interpreter's.
+//           Where the items are few and the rows long (KernelShape::split), the outermost other
+//           dim is cut into segments too: bit-identical while one segment suffices, otherwise
+//           the segments' partials fold in order (within the reassociation bound).
 //   Serial  no dim is kept by every reduction: one thread runs the block as the interpreter does.
 #pragma once
 #include <cstdint>
@@ -28,10 +31,18 @@ enum class Flavor : uint8_t { Device, Emu };
 struct KernelShape {
   enum class Mode : uint8_t { Flat, Owned, Serial } mode = Mode::Flat;
   std::vector<int> parallel;  // Owned: the dims split over threads, outermost first
-  bool tree = false;          // Flat with reductions: per-thread partials combined on the device
-  int block = 256;            // threads per block (KILN_BLOCK)
-  int max_grid = 1024;        // blocks at most (grid-stride beyond)
-  int acc_bytes = 8;          // tree kernels: an upper bound of sizeof(kiln_acc)
+  // Owned, split: every reduction keeps exactly `parallel`, and split_dim (the outermost other
+  // dim but the inner one) is cut into split_segments(items, extent) segments, one thread per
+  // item and segment, so a reduction over long columns with few of them (X.T @ r: 100 columns
+  // of 10^5 rows) still fills the device. Segment 0 continues from the output's value; each
+  // later one starts from the identity; the last thread block to finish folds the segments'
+  // partials in segment order (docs/KERNEL_IR.md §11).
+  bool split = false;
+  int split_dim = -1;
+  bool tree = false;    // Flat with reductions: per-thread partials combined on the device
+  int block = 256;      // threads per block (KILN_BLOCK)
+  int max_grid = 1024;  // blocks at most (grid-stride beyond)
+  int acc_bytes = 8;    // tree kernels: an upper bound of sizeof(kiln_acc)
 };
 
 struct Printed {
@@ -67,6 +78,14 @@ ArgWords arg_words(const kir::Kernel& k);
 // extern "C" __global__ kiln_combine(n, acc, in, index_offset), grid-stride; Emu: extern "C"
 // kiln_emu_combine(...), one loop.
 std::string print_combine(ReduceFn fn, DType acc, Flavor flavor);
+
+// Segments of a split owned kernel over `items` work items and a split dim of `extent`: one per
+// kSplitMinRows rows (rounded up), no more than fill about kSplitThreads threads, at most
+// kSplitMaxSegments; so 1 (no split, the interpreter's bits) for 256 rows or fewer, or when the
+// items alone fill the device. A function of the block's shape only, so the order of the sums
+// is the same on every GPU (the printer prints the same formula into the kernel).
+constexpr int64_t kSplitThreads = 32768, kSplitMinRows = 256, kSplitMaxSegments = 256;
+int64_t split_segments(int64_t items, int64_t extent);
 
 // The launch of one block of the kernel: work items (threads' share, see Mode) and grid size.
 struct Launch {

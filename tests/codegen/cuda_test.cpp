@@ -121,6 +121,43 @@ TEST(Cuda, OwnedAndSerialKernelsMatchTheInterpreterBitForBit) {
   }
 }
 
+TEST(Cuda, LongColumnsOfFewItemsSplitIntoSegmentsFoldedInOrder) {
+  // 5000 x 3 in one block: 3 items, so the rows are cut into segments (cuda_printer.hpp,
+  // split_segments: min(ceil(5000 / 256), 32768 / 3, 256) = 20 segments of 250 rows).
+  EXPECT_EQ(cuda::split_segments(3, 5000), 20);
+  EXPECT_EQ(cuda::split_segments(40000, 5000), 1);  // the items fill the device alone
+  EXPECT_EQ(cuda::split_segments(3, 256), 1);       // short columns: not split
+  EXPECT_EQ(cuda::split_segments(1, 1 << 20), 256);
+  NDArray data = kt::random_array(DType::Float64, {5000, 3}, 21, -2, 2);
+  auto* d = static_cast<double*>(data.data());
+  d[3 * 4321 + 1] = 9.0;  // column 1's maximum in a late segment, tied in an earlier one
+  d[3 * 17 + 1] = 9.0;
+  d[3 * 2500 + 2] = -9.0;
+  Array x = kt::lazy(data, {5000, 3});
+  Array xi = (x * 1000).astype(DType::Int64);
+  // Exact folds (min, max, argmax, argmin, integer sums, any) equal the interpreter's bit for
+  // bit; float sums within the reassociation bound; the sum over dims 0 and 2 of a 3-d block
+  // folds each row's strip sums into the segment's partial.
+  NDArray cube = kt::random_array(DType::Float64, {2000, 2, 70}, 22, -1, 1);
+  Array c = kt::lazy(cube, {2000, 2, 70});
+  std::vector<Array> outs = {x.max({0}),        x.argmax(0),         x.argmin(0),
+                             xi.sum({0}),       (x > 1.99).any({0}), x.sum({0}),
+                             (x * x).mean({0}), c.sum({0, 2}),       x * 2};
+  std::string src;
+  std::vector<NDArray> emu = on(Device::CudaEmu, outs, &src);
+  std::vector<NDArray> ref = on(Device::Interp, outs);
+  EXPECT_NE(src.find(": owned, split"), std::string::npos) << src.substr(0, 4000);
+  EXPECT_EQ(emu[1].at_int(1), 17);
+  EXPECT_EQ(emu[2].at_int(2), 2500);
+  for (size_t k = 0; k < 5; ++k) EXPECT_TRUE(kt::same(emu[k], ref[k])) << "output " << k;
+  for (size_t k = 5; k < 8; ++k) EXPECT_TRUE(kt::same(emu[k], ref[k], 1e-13)) << "output " << k;
+  EXPECT_TRUE(kt::same(emu[8], ref[8]));
+  // One segment (items enough): the interpreter's order, bit for bit.
+  NDArray wide = kt::random_array(DType::Float64, {40, 33000}, 23, -1, 1);
+  Array w = kt::lazy(wide, {40, 33000});
+  EXPECT_TRUE(kt::same(on(Device::CudaEmu, {w.sum({0})})[0], on(Device::Interp, {w.sum({0})})[0]));
+}
+
 TEST(Cuda, RandomArraysAreBitIdenticalToTheCpus) {
   random::Generator g(77);
   std::vector<Array> outs = {g.normal(3, 2, {300, 700}, {128, 256}),

@@ -4,6 +4,8 @@
 #include <chrono>
 #include <cmath>
 #include <limits>
+#include <tuple>
+#include <utility>
 
 #include "kiln/glm.hpp"
 #include "support/npy.hpp"
@@ -27,19 +29,22 @@ auto measured(SolveStats* st, F&& fn) {
   return out;
 }
 
-// A computed 1-D or 2-D array as a lazy leaf again (zero-copy; `keep` must outlive its use).
-Array leaf(const NDArray& keep, const Shape& chunks) {
-  return from_buffer(keep.data(), keep.dtype(), keep.shape(), chunks);
+// The data a solver is timed over, computed once before it: on a GPU kept in device memory, as
+// CuPy's and JAX's arrays are (a GPU run then times the solver, not PCIe copies of its input).
+Array made(const Array& a, ComputeOptions opt) {
+  opt.keep_on_device = true;  // ignored on host devices
+  return a.persist(opt);
 }
 
 // Seed 000's GLM problems (dask-glm's benchmarks), made before the timed solver: X ~ N(0, 1),
 // (n, p) in row blocks of c; eta = X w, w_j = (j mod 7 - 3) / 3; logistic y = [eta + N(0, 1) >
 // 0], normal y = eta + N(0, 1), Poisson y = floor(exp(eta / |w|) + U(0, 1)) (counts of mean about
 // exp(eta / |w|); Kiln has no Poisson sampler).
-std::vector<NDArray> glm_data(glm::Family family, int64_t n, int64_t c, int64_t p,
-                              const ComputeOptions& opt) {
+std::pair<Array, Array> glm_data(glm::Family family, int64_t n, int64_t c, int64_t p,
+                                 const ComputeOptions& opt) {
   random::Generator rng(0);
-  Array x = rng.normal(0, 1, {n, p}, {c, p});  // checks the sizes before anything is allocated
+  // normal() checks the sizes before anything is allocated.
+  Array x = made(rng.normal(0, 1, {n, p}, {c, p}), opt);
   // w is lazy too (no host vector of p doubles: --cols 2147483647 once allocated 16 GB before any
   // check), the same values: int64 j % 7 - 3, converted, divided by 3.
   Array w = ((arange(p) % 7 - 3).astype(DType::Float64) / 3.0).reshape({1, p});
@@ -62,21 +67,19 @@ std::vector<NDArray> glm_data(glm::Family family, int64_t n, int64_t c, int64_t 
       break;
     }
   }
-  return compute({x, y}, opt);
+  return {x, made(y, opt)};
 }
 
 // The logistic regression of seed 000 by dask-glm's gradient descent (kiln::glm, without the
 // column normalization, as the peers' runs), 20 iterations at most.
 std::vector<double> logistic_gd(const SolveArgs& a, const ComputeOptions& opt, SolveStats* st) {
-  std::vector<NDArray> data = glm_data(glm::Family::Logistic, a.n, a.c, a.cols, opt);
+  auto [x, y] = glm_data(glm::Family::Logistic, a.n, a.c, a.cols, opt);
   glm::Options o;
   o.max_iter = 20;
   o.tol = 1e-14;
   o.normalize = false;
   o.compute = opt;
-  glm::Result r = measured(st, [&] {
-    return glm::gradient_descent(leaf(data[0], {a.c, a.cols}), leaf(data[1], {a.c}), o);
-  });
+  glm::Result r = measured(st, [&] { return glm::gradient_descent(x, y, o); });
   return {r.loss.back(), static_cast<double>(r.n_iter)};
 }
 
@@ -93,7 +96,6 @@ std::vector<double> glm_workload(const SolveArgs& a, const ComputeOptions& opt, 
   o.compute = opt;
   const std::string solver = a.solver.empty() ? "lbfgs" : a.solver;
   Array X, y;
-  std::vector<NDArray> data;
   if (!a.input.empty()) {
     X = load_npy(a.input + "/X.npy", {a.c, a.cols}).persist();
     const std::string y_path = a.input + "/y.npy";
@@ -102,9 +104,7 @@ std::vector<double> glm_workload(const SolveArgs& a, const ComputeOptions& opt, 
                   "; y must be 1-D, one label per row of X.npy");
     y = load_npy(y_path, {a.c}).persist();
   } else {
-    data = glm_data(o.family, a.n, a.c, a.cols, opt);
-    X = leaf(data[0], {a.c, a.cols});
-    y = leaf(data[1], {a.c});
+    std::tie(X, y) = glm_data(o.family, a.n, a.c, a.cols, opt);
   }
   glm::Result r = measured(st, [&] { return glm::solve(solver, X, y, o); });
   return {r.loss.empty() ? 0.0 : r.loss.back(), static_cast<double>(r.n_iter),
@@ -112,16 +112,20 @@ std::vector<double> glm_workload(const SolveArgs& a, const ComputeOptions& opt, 
 }
 
 // Seed 000's SVD: x = normal(0, 1, (m, k)) in row blocks of c, made before the timed part; then
-// u, s, vh = svd(x) (TSQR over the row blocks), timed; results: the first 5 singular values and
-// ||u s vh - x|| / ||x||, computed after the timing.
+// u, s, vh = svd(x) (TSQR over the row blocks), timed (on a GPU, x and the factors stay in device
+// memory); results: the first 5 singular values and ||u s vh - x|| / ||x||, computed after the
+// timing.
 std::vector<double> svd_workload(const SolveArgs& a, const ComputeOptions& opt, SolveStats* st) {
   const int64_t c = a.c, k = a.cols;
-  NDArray data = compute({random::Generator(0).normal(0, 1, {a.n, k}, {c, k})}, opt)[0];
-  Array x = leaf(data, {c, k});
+  Array x = made(random::Generator(0).normal(0, 1, {a.n, k}, {c, k}), opt);
+  ComputeOptions kept = opt;
+  kept.keep_on_device = true;
   std::vector<NDArray> r = measured(st, [&] {
     linalg::SVD f = linalg::svd(x);
-    return compute({f.u, f.s, f.vh}, opt);
+    return compute({f.u, f.s, f.vh}, kept);
   });
+  for (NDArray& f : r)
+    if (f.on_device()) f = f.to_host();
   Array u = from_buffer(r[0].data(), r[0].dtype(), r[0].shape(), {c, r[0].shape()[1]});
   Array s = from_buffer(r[1].data(), r[1].dtype(), r[1].shape());
   Array vh = from_buffer(r[2].data(), r[2].dtype(), r[2].shape());

@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstring>
 #include <functional>
+#include <limits>
 #include <string>
 #include <thread>
 
@@ -58,17 +59,6 @@ std::string near_difference(const NDArray& a, const NDArray& b, double rtol) {
       return buf;
     }
   return "";
-}
-
-// The distance in representable doubles between a and b.
-double ulps(double a, double b) {
-  if (a == b) return 0;
-  auto key = [](double d) {
-    int64_t i;
-    std::memcpy(&i, &d, sizeof i);
-    return i < 0 ? -static_cast<long double>(i & 0x7fffffffffffffff) : static_cast<long double>(i);
-  };
-  return static_cast<double>(std::fabs(key(a) - key(b)));
 }
 
 NDArray abs_of(const NDArray& a) { return compute({abs(asarray(a))}, on(Device::Cpu))[0]; }
@@ -160,14 +150,17 @@ int run(Device device) {
          return near_difference(compute({linalg::svd(a).s}, on(device))[0],
                                 compute({linalg::svd(a).s}, on(Device::Cpu))[0], 1e-12);
        }},
-      {"cuRAND: 15 normals against its host generator (within 16 ulp)",
+      {"cuRAND: 15 normals against its host generator (within 16 ulp of max(|x|, 1))",
        [&]() -> std::string {
          std::string why;
          if (!library::curand_available(&why)) return "skip: " + why;
          Array n = random::Generator(42, random::Engine::Curand).standard_normal({15});
          NDArray got = compute({n}, on(device))[0], want = compute({n}, on(Device::Cpu))[0];
          for (int64_t k = 0; k < 15; ++k)
-           if (ulps(got.at(k), want.at(k)) > 16) {
+           // Box-Muller's error is absolute: relative ulps fail near 0 (55 ulp at -0.056 on
+           // the H100, 1.7 ulp of 1).
+           if (std::fabs(got.at(k) - want.at(k)) >
+               16 * std::numeric_limits<double>::epsilon() * std::max(1.0, std::fabs(want.at(k)))) {
              char buf[120];
              std::snprintf(buf, sizeof buf, "element %lld: %.17g, host generator %.17g",
                            static_cast<long long>(k), got.at(k), want.at(k));

@@ -68,7 +68,7 @@ std::string pinned_blas_version() {
 nlohmann::json matmul_json(const std::string& env, std::string* err) {
   std::string errfile = kt::tmpdir() + "/blas-stderr.txt";
   std::string out = kt::shell("env " + env + " " + kt::kiln_cli() +
-                              " run matmul --size 96 --chunk 32 --json 2>" + errfile);
+                              " run matmul --size 96 --chunk 32 --device cpu --json 2>" + errfile);
   std::ifstream in(errfile);
   std::stringstream ss;
   ss << in.rdbuf();

@@ -649,37 +649,48 @@ class Printer {
     s_ += "KILN_FN void kiln_split_size(const kiln_i64* I, kiln_i64& n, kiln_i64& G) {\n";
     s_ += "  n = " + n + ";\n";
     s_ += "  const kiln_i64 L = " + I(shape_.split_dim) + ";\n";
-    s_ += "  G = (L + " + std::to_string(kSplitMinRows - 1) + ") / " +
-          std::to_string(kSplitMinRows) + ";\n";
+    s_ += "  G = (L + " + std::to_string(kSplitRows - 1) + ") / " + std::to_string(kSplitRows) +
+          ";\n";
     s_ += "  const kiln_i64 fill = n < " + std::to_string(kSplitThreads) + " ? " +
           std::to_string(kSplitThreads) + " / n : 1;\n";
     s_ += "  if (G > fill) G = fill;\n";
     s_ += "  if (G > " + std::to_string(kSplitMaxSegments) +
           ") G = " + std::to_string(kSplitMaxSegments) + ";\n";
+    s_ += "  if (L <= " + std::to_string(kSplitFrom) + ") G = 1;\n";
     s_ += "  if (G < 1) G = 1;\n}\n";
   }
 
-  // Split owned kernels: item e's output elements = its value, then segment 1's partial, 2's,
-  // ... in order (segment 0's partial continued from the value).
+  // Split owned kernels' fold (a warp per item): lane j folds segments j, j + 32, ... in
+  // order; then lane x takes lane x + off's, off = 16, 8, 4, 2, 1 (the flat kernels' warp tree);
+  // lane 0 stores. Segment 0's partial continued from the output's value.
   void print_split_fold() {
-    s_ +=
-        "KILN_FN void kiln_split_fold(const kiln_i64* I, void* const* P, const kiln_acc* "
-        "parts, kiln_i64 e, kiln_i64 n, kiln_i64 G) {\n";
-    decompose(1, shape_.parallel);
-    s_ += "  kiln_acc a = parts[e];\n";
-    s_ += "  for (kiln_i64 g = 1; g < G; ++g) {\n";
-    s_ += flavor_ == Flavor::Emu ? "    const kiln_acc b = parts[g * n + e];\n"
-                                 : "    const kiln_acc b = kiln_load_cg(parts + g * n + e);\n";
+    s_ += "KILN_FN void kiln_split_combine(kiln_acc& a, const kiln_acc& b) {\n";
     for (size_t o = 0; o < k_.outputs.size(); ++o) {
       if (!k_.outputs[o].reduce) continue;
       std::string m = std::to_string(o);
       if (is_arg(o))
-        s_ += std::string("    kiln_arg_combine(") + (is_max(o) ? "true" : "false") + ", a.s" + m +
+        s_ += std::string("  kiln_arg_combine(") + (is_max(o) ? "true" : "false") + ", a.s" + m +
               ", a.x" + m + ", b.s" + m + ", b.x" + m + ");\n";
       else
-        s_ += "    a.s" + m + " = " + fold_fn(k_.outputs[o].fn) + "(a.s" + m + ", b.s" + m + ");\n";
+        s_ += "  a.s" + m + " = " + fold_fn(k_.outputs[o].fn) + "(a.s" + m + ", b.s" + m + ");\n";
     }
-    s_ += "  }\n";
+    s_ += "}\n";
+    s_ +=
+        "KILN_FN kiln_acc kiln_split_lane(const kiln_acc* parts, kiln_i64 e, kiln_i64 n, "
+        "kiln_i64 G, int lane) {\n"
+        "  kiln_acc a;\n"
+        "  if (lane < G) {\n"
+        "    a = parts[lane * n + e];\n"
+        "  } else {\n"
+        "    kiln_acc_init(a);\n"
+        "  }\n"
+        "  for (kiln_i64 g = lane + 32; g < G; g += 32) kiln_split_combine(a, parts[g * n + e]);\n"
+        "  return a;\n"
+        "}\n";
+    s_ +=
+        "KILN_FN void kiln_split_store(const kiln_i64* I, void* const* P, kiln_i64 e, const "
+        "kiln_acc& a) {\n";
+    decompose(1, shape_.parallel);
     store_split(1, "a");
     s_ += "}\n";
   }
@@ -804,21 +815,26 @@ kiln_kernel(const __grid_constant__ kiln_args args, void* scratch, unsigned* sta
   const kiln_i64 T = (kiln_i64)gridDim.x * KILN_BLOCK;
 )";
     if (shape_.split) {
+      // The segments' partials; a second kernel of the module folds them (launch_for's
+      // fold_grid), after this one on the stream.
       s_ += R"(  kiln_acc* parts = (kiln_acc*)((char*)scratch + 256);
   kiln_thread(I, F, P, (kiln_i64)blockIdx.x * KILN_BLOCK + threadIdx.x, T, parts, status);
+}
+extern "C" __global__ void __launch_bounds__(KILN_BLOCK)
+kiln_fold(const __grid_constant__ kiln_args args, void* scratch) {
+  const kiln_i64* I = args.I;
+  void* const* P = args.P;
   kiln_i64 n, G;
   kiln_split_size(I, n, G);
-  if (G == 1) return;  // each thread stored its items' values
-  __shared__ bool last;
-  __threadfence();  // this thread's partials, before the block takes its ticket
-  __syncthreads();
-  if (threadIdx.x == 0) last = atomicAdd((unsigned*)scratch, 1u) == gridDim.x - 1;
-  __syncthreads();
-  if (last) {  // the last block to finish folds every item's segments, in segment order
-    __threadfence();
-    for (kiln_i64 e = threadIdx.x; e < n; e += KILN_BLOCK) kiln_split_fold(I, P, parts, e, n, G);
-    if (threadIdx.x == 0) *(unsigned*)scratch = 0;
+  const kiln_i64 e = ((kiln_i64)blockIdx.x * KILN_BLOCK + threadIdx.x) >> 5;
+  const int lane = threadIdx.x & 31;
+  if (e >= n) return;  // a whole warp: n * 32 threads are launched, in whole blocks
+  kiln_acc a = kiln_split_lane((const kiln_acc*)((char*)scratch + 256), e, n, G, lane);
+  for (int off = 16; off > 0; off >>= 1) {
+    kiln_acc o = kiln_shfl_down(a, off);
+    kiln_split_combine(a, o);
   }
+  if (lane == 0) kiln_split_store(I, P, e, a);
 }
 )";
       return;
@@ -867,8 +883,14 @@ extern "C" unsigned kiln_emu_launch(const kiln_i64* I, const double* F, void* co
   kiln_split_size(I, n, G);
   kiln_acc* parts = G > 1 ? new kiln_acc[n * G] : nullptr;
   for (kiln_i64 t = 0; t < T; ++t) kiln_thread(I, F, P, t, T, parts, &status);
-  if (G > 1) {
-    for (kiln_i64 e = 0; e < n; ++e) kiln_split_fold(I, P, parts, e, n, G);
+  if (G > 1) {  // the GPU's fold kernel: a warp per item, its lanes' tree as kiln_block_tree's
+    for (kiln_i64 e = 0; e < n; ++e) {
+      kiln_acc lanes[32];
+      for (int x = 0; x < 32; ++x) lanes[x] = kiln_split_lane(parts, e, n, G, x);
+      for (int off = 16; off > 0; off >>= 1)
+        for (int x = 0; x < off; ++x) kiln_split_combine(lanes[x], lanes[x + off]);
+      kiln_split_store(I, P, e, lanes[0]);
+    }
     delete[] parts;
   }
 )";
@@ -962,7 +984,8 @@ std::string print_combine(ReduceFn fn, DType acc, Flavor flavor) {
 }
 
 int64_t split_segments(int64_t items, int64_t extent) {
-  int64_t g = (extent + kSplitMinRows - 1) / kSplitMinRows;
+  if (extent <= kSplitFrom) return 1;
+  int64_t g = (extent + kSplitRows - 1) / kSplitRows;
   g = std::min(g, items < kSplitThreads ? kSplitThreads / items : int64_t{1});
   return std::max<int64_t>(std::min(g, kSplitMaxSegments), 1);
 }
@@ -980,8 +1003,11 @@ Launch launch_for(int rank, const KernelShape& s, const int64_t* I) {
       for (int d : s.parallel) items *= I[d];
       if (s.split) {
         const int64_t g = split_segments(items, I[s.split_dim]);
+        if (g > 1) {
+          l.scratch_bytes = 256 + items * g * s.acc_bytes;
+          l.fold_grid = (items * 32 + s.block - 1) / s.block;  // a warp per item
+        }
         items *= g;
-        if (g > 1) l.scratch_bytes = 256 + items * s.acc_bytes;
       }
       break;
     case KernelShape::Mode::Serial:

@@ -35,8 +35,9 @@ struct KernelShape {
   // dim but the inner one) is cut into split_segments(items, extent) segments, one thread per
   // item and segment, so a reduction over long columns with few of them (X.T @ r: 100 columns
   // of 10^5 rows) still fills the device. Segment 0 continues from the output's value; each
-  // later one starts from the identity; the last thread block to finish folds the segments'
-  // partials in segment order (docs/KERNEL_IR.md §11).
+  // later one starts from the identity; a second kernel, kiln_fold, folds each item's segments
+  // with a warp (lane j: segments j, j + 32, ... in order; then the warp tree) (docs/KERNEL_IR.md
+  // §11).
   bool split = false;
   int split_dim = -1;
   bool tree = false;    // Flat with reductions: per-thread partials combined on the device
@@ -58,7 +59,10 @@ struct Printed {
 // const* P, long long grid), which returns the status word. status bit 1: an integer was raised
 // to a negative power.
 // scratch (tree kernels): 256 bytes holding the ticket counter, zero at launch (the last block
-// leaves it zero again, so a launcher zeroes it once), then one partial per block.
+// leaves it zero again, so a launcher zeroes it once), then one partial per block. Split kernels
+// of more than one segment: 256 bytes unused, then the segments' partials, which the module's
+// second entry, extern "C" __global__ kiln_fold(const __grid_constant__ kiln_args args, void*
+// scratch), launched after kiln_kernel with Launch::fold_grid blocks, folds into the outputs.
 // kiln_math: the transcendental functions (pow too) from Kiln's own (codegen/math), the same
 // bits as the CPU's (the default); else (KILN_MATH=libmvec, precise math) the device's libm.
 Printed print(const kir::Kernel& k, Flavor flavor, bool kiln_math);
@@ -79,19 +83,21 @@ ArgWords arg_words(const kir::Kernel& k);
 // kiln_emu_combine(...), one loop.
 std::string print_combine(ReduceFn fn, DType acc, Flavor flavor);
 
-// Segments of a split owned kernel over `items` work items and a split dim of `extent`: one per
-// kSplitMinRows rows (rounded up), no more than fill about kSplitThreads threads, at most
-// kSplitMaxSegments; so 1 (no split, the interpreter's bits) for 256 rows or fewer, or when the
-// items alone fill the device. A function of the block's shape only, so the order of the sums
-// is the same on every GPU (the printer prints the same formula into the kernel).
-constexpr int64_t kSplitThreads = 32768, kSplitMinRows = 256, kSplitMaxSegments = 256;
+// Segments of a split owned kernel over `items` work items and a split dim of `extent`: none
+// (1) for kSplitFrom rows or fewer (the interpreter's bits), else one per kSplitRows rows
+// (rounded up), no more than fill about kSplitThreads threads (so 1 when the items alone fill
+// the device), at most kSplitMaxSegments. A function of the block's shape only, so the order of
+// the sums is the same on every GPU (the printer prints the same formula into the kernel).
+constexpr int64_t kSplitFrom = 256, kSplitRows = 64, kSplitThreads = 131072,
+                  kSplitMaxSegments = 1024;
 int64_t split_segments(int64_t items, int64_t extent);
 
 // The launch of one block of the kernel: work items (threads' share, see Mode) and grid size.
 struct Launch {
   int64_t items = 0;  // 0: nothing to do (an empty block)
   int64_t grid = 0;
-  int64_t scratch_bytes = 0;  // tree kernels
+  int64_t scratch_bytes = 0;  // tree kernels, split kernels of more than one segment
+  int64_t fold_grid = 0;      // split kernels of more than one segment: kiln_fold's blocks
 };
 Launch launch_for(int rank, const KernelShape& s, const int64_t* I);
 

@@ -11,8 +11,8 @@
 // __grid_constant__ parameter, copied by cuLaunchKernel: nothing to copy or wait for), one driver
 // call per launch; kernels raise errors into the device's status word, which synchronize() reads.
 // The host waits only where it must: copies to the host, LAPACK's results (cuSOLVER's info),
-// freeing memory, and synchronize() at the end of a run. NOT YET RUN ON A GPU: no session so far
-// had one (docs/ARCHITECTURE.md lists what was verified).
+// freeing memory, and synchronize() at the end of a run. Run on an H100 (sessions 22 and 24: the
+// test suite, `kiln doctor --device cuda`, the workloads; bench/RESULTS.md, GPU section).
 #include <dlfcn.h>
 
 #include <unistd.h>
@@ -387,21 +387,25 @@ class DeviceFunction {
  public:
   DeviceFunction(std::string source, const char* name, Gpus& gpus)
       : source_(std::move(source)), name_(name), gpus_(gpus) {}
-  // Leaves the device current.
-  CUfunction get(int device) const {
+  // The function `name` (the constructor's by default) of the source's module, which is compiled
+  // and loaded once per device. Leaves the device current.
+  CUfunction get(int device, const char* name = nullptr) const {
     gpus_.use(device);
+    const std::string want = name ? name : name_;
     std::lock_guard<std::mutex> lock(mu_);
-    if (auto it = fns_.find(device); it != fns_.end()) return it->second;
-    int arch = gpus_.arch(device);
-    NvrtcOutput out = nvrtc_cubin(source_, arch, "kiln_kernel.cu");
-    if (!out.ok)
-      throw InternalError("device cuda: NVRTC rejects a kernel for sm_" + std::to_string(arch) +
-                          ":\n" + out.log);
-    CUmodule mod = nullptr;
-    check(driver().load_data(&mod, out.cubin.data()), "cuModuleLoadData");
+    if (auto it = fns_.find({device, want}); it != fns_.end()) return it->second;
+    CUmodule& mod = modules_[device];
+    if (!mod) {
+      int arch = gpus_.arch(device);
+      NvrtcOutput out = nvrtc_cubin(source_, arch, "kiln_kernel.cu");
+      if (!out.ok)
+        throw InternalError("device cuda: NVRTC rejects a kernel for sm_" + std::to_string(arch) +
+                            ":\n" + out.log);
+      check(driver().load_data(&mod, out.cubin.data()), "cuModuleLoadData");
+    }
     CUfunction fn = nullptr;
-    check(driver().get_function(&fn, mod, name_), "cuModuleGetFunction");
-    fns_[device] = fn;
+    check(driver().get_function(&fn, mod, want.c_str()), "cuModuleGetFunction");
+    fns_[{device, want}] = fn;
     return fn;
   }
 
@@ -410,7 +414,8 @@ class DeviceFunction {
   const char* name_;
   Gpus& gpus_;
   mutable std::mutex mu_;
-  mutable std::unordered_map<int, CUfunction> fns_;
+  mutable std::unordered_map<int, CUmodule> modules_;
+  mutable std::map<std::pair<int, std::string>, CUfunction> fns_;
 };
 
 // Queues a grid-stride kernel over `items` elements on a stream: blocks of 256 threads, at most
@@ -703,7 +708,8 @@ extern "C" __global__ void kiln_copy4(long long rows, long long cols, const floa
 // LAPACK calls on a GPU through cuSOLVER (solver.cpp's call sequences, the ones cuda-emu runs on
 // the host's LAPACK), on the device's stream like every launch and copy; workspaces from
 // cuMemAlloc, the copy kernel printed above, TSQR's product by cuBLAS's gemm. One cuSOLVER handle
-// (and cuBLAS handle) per device, a call at a time per device. NOT YET RUN ON A GPU.
+// (and cuBLAS handle) per device, a call at a time per device. Run on an H100 (doctor's QR and
+// SVD checks, the svd workloads).
 class GpuLapack final : public backend::DeviceLapack {
  public:
   explicit GpuLapack(Gpus& gpus)
@@ -811,7 +817,8 @@ class GpuLapack final : public backend::DeviceLapack {
 // cuRAND's device generator (Philox4_32_10, default ordering), one per device, on the device's
 // stream like every launch and copy; a call at a time per device (it sets the offset).
 // Expected to give the host generator's values (cuRAND documents the host generator as producing
-// the device's results); NOT YET RUN ON A GPU.
+// the device's results): on an H100 its values differed by 1.7 ulp of max(|x|, 1) at most (the
+// Curand tests; doctor allows 16).
 class GpuRandom final : public backend::DeviceRandom {
  public:
   explicit GpuRandom(Gpus& gpus) : gpus_(gpus), devices_(static_cast<size_t>(gpus.count())) {}
@@ -916,6 +923,13 @@ class GpuKernel final : public backend::Kernel {
     check(d.launch(fn, static_cast<unsigned>(l.grid), 1, 1,
                    static_cast<unsigned>(printed_.shape.block), 1, 1, 0, stream, params, nullptr),
           "cuLaunchKernel");
+    if (l.fold_grid > 0) {  // a split kernel's segments, folded by the module's kiln_fold
+      void* fold_params[] = {args.data(), &s_arg};
+      check(d.launch(function_.get(device, "kiln_fold"), static_cast<unsigned>(l.fold_grid), 1, 1,
+                     static_cast<unsigned>(printed_.shape.block), 1, 1, 0, stream, fold_params,
+                     nullptr),
+            "cuLaunchKernel (kiln_fold)");
+    }
     if (profile) {
       check(d.event_record(stop, stream), "cuEventRecord (KILN_CUDA_PROFILE)");
       gpus_.time_launch(device, label_, start, stop);

@@ -123,11 +123,14 @@ TEST(Cuda, OwnedAndSerialKernelsMatchTheInterpreterBitForBit) {
 
 TEST(Cuda, LongColumnsOfFewItemsSplitIntoSegmentsFoldedInOrder) {
   // 5000 x 3 in one block: 3 items, so the rows are cut into segments (cuda_printer.hpp,
-  // split_segments: min(ceil(5000 / 256), 32768 / 3, 256) = 20 segments of 250 rows).
-  EXPECT_EQ(cuda::split_segments(3, 5000), 20);
-  EXPECT_EQ(cuda::split_segments(40000, 5000), 1);  // the items fill the device alone
-  EXPECT_EQ(cuda::split_segments(3, 256), 1);       // short columns: not split
-  EXPECT_EQ(cuda::split_segments(1, 1 << 20), 256);
+  // split_segments: min(ceil(5000 / 64), 131072 / 3, 1024) = 79 segments of 64 rows), which a
+  // warp per item folds: lanes 0-14 fold three segments each, the others two.
+  EXPECT_EQ(cuda::split_segments(3, 5000), 79);
+  EXPECT_EQ(cuda::split_segments(200000, 5000), 1);  // the items fill the device alone
+  EXPECT_EQ(cuda::split_segments(3, 256), 1);        // short columns: not split
+  EXPECT_EQ(cuda::split_segments(3, 257), 5);
+  EXPECT_EQ(cuda::split_segments(1, 1 << 20), 1024);
+  EXPECT_EQ(cuda::split_segments(100, 100000), 1024);  // X.T @ r of logistic-gd's blocks
   NDArray data = kt::random_array(DType::Float64, {5000, 3}, 21, -2, 2);
   auto* d = static_cast<double*>(data.data());
   d[3 * 4321 + 1] = 9.0;  // column 1's maximum in a late segment, tied in an earlier one

@@ -2,6 +2,7 @@
 #include "codegen/backend.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <map>
 #include <mutex>
@@ -59,31 +60,60 @@ void note_host_fallback(Device device, const std::string& call, const std::strin
 
 namespace {
 std::mutex g_times_mu;
-std::map<std::string, KernelTime> g_times;
-}  // namespace
+std::map<std::string, KernelTime> g_times, g_host_times;
 
-void add_kernel_time(const std::string& kernel, double seconds) {
+void add_time(std::map<std::string, KernelTime>& m, const std::string& name, double seconds) {
   std::lock_guard<std::mutex> lock(g_times_mu);
-  KernelTime& t = g_times[kernel];
-  t.kernel = kernel;
+  KernelTime& t = m[name];
+  t.kernel = name;
   ++t.launches;
   t.seconds += seconds;
 }
 
-std::vector<KernelTime> kernel_times() {
+std::vector<KernelTime> longest_first(const std::map<std::string, KernelTime>& m) {
   std::vector<KernelTime> out;
   {
     std::lock_guard<std::mutex> lock(g_times_mu);
-    for (const auto& [name, t] : g_times) out.push_back(t);
+    for (const auto& [name, t] : m) out.push_back(t);
   }
   std::stable_sort(out.begin(), out.end(),
                    [](const KernelTime& a, const KernelTime& b) { return a.seconds > b.seconds; });
   return out;
 }
 
+int64_t now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+}  // namespace
+
+void add_kernel_time(const std::string& kernel, double seconds) {
+  add_time(g_times, kernel, seconds);
+}
+std::vector<KernelTime> kernel_times() { return longest_first(g_times); }
+
+void add_host_time(const std::string& phase, double seconds) {
+  add_time(g_host_times, phase, seconds);
+}
+std::vector<KernelTime> host_times() { return longest_first(g_host_times); }
+
 void reset_kernel_times() {
   std::lock_guard<std::mutex> lock(g_times_mu);
   g_times.clear();
+  g_host_times.clear();
+}
+
+HostTimer::HostTimer(const char* phase) : phase_(flags().cuda_profile ? phase : nullptr) {
+  if (phase_) start_ns_ = now_ns();
+}
+
+HostTimer::~HostTimer() {
+  if (!phase_) return;
+  try {
+    add_host_time(phase_, static_cast<double>(now_ns() - start_ns_) * 1e-9);
+  } catch (...) {  // out of memory for the map's entry: the figure is lost, nothing else
+  }
 }
 
 std::vector<std::string> host_fallbacks() {

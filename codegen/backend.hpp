@@ -184,7 +184,27 @@ struct KernelTime {
 void add_kernel_time(const std::string& kernel, double seconds);
 // Every kernel timed since the last reset, the longest total first.
 std::vector<KernelTime> kernel_times();
+// Clears the kernels' and the host phases' times.
 void reset_kernel_times();
+
+// KILN_CUDA_PROFILE=1: where the host's time goes, by phase ("compute: plan", "run: tasks", the
+// CUDA backend's blocking driver calls, ...), as kernel_times (`kernel` names the phase). Phases
+// nest: "compute: run" holds the "run: " ones, which hold the driver calls made in them.
+void add_host_time(const std::string& phase, double seconds);
+std::vector<KernelTime> host_times();
+// Times its scope into add_host_time(phase) when KILN_CUDA_PROFILE is set (one flag read
+// otherwise). `phase` must outlive it.
+class HostTimer {
+ public:
+  explicit HostTimer(const char* phase);
+  ~HostTimer();
+  HostTimer(const HostTimer&) = delete;
+  HostTimer& operator=(const HostTimer&) = delete;
+
+ private:
+  const char* phase_;
+  int64_t start_ns_ = 0;
+};
 
 // The backend of a device (Default resolved first). Backends live for the process.
 Backend& backend_for(Device d);

@@ -2,6 +2,7 @@
 #include <chrono>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <sstream>
 #include <thread>
 
@@ -146,7 +147,13 @@ std::vector<NDArray> compute(const std::vector<Array>& arrays, const ComputeOpti
   if (ro.devices < 0)
     throw Error("compute: devices must be at least 1 (0: the default), not " +
                 std::to_string(ro.devices));
+  if (flags().cuda_profile)
+    backend::add_host_time(
+        "compute: plan",
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  std::optional<backend::HostTimer> running(std::in_place, "compute: run");
   RunResult res = execute(*plan, params, ro);
+  running.reset();
   if (trace) {
     std::ostringstream json;
     trace->write_chrome_json(json);

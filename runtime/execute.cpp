@@ -13,6 +13,7 @@
 #include <limits>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <type_traits>
 
@@ -1365,9 +1366,15 @@ class Run {
 
 RunResult execute(const Plan& plan, const std::vector<ParamValue>& params, const RunOptions& opt) {
   Progress progress(plan.work_tasks, opt.progress);
+  std::optional<backend::HostTimer> setup(std::in_place, "run: setup");
   Run run(plan, params, opt.trace, &progress, opt.devices, opt.keep_on_device);
   if (opt.skip) run.skip_outputs(*opt.skip);
-  run.run(opt.threads);
+  setup.reset();
+  {
+    backend::HostTimer timer("run: tasks");
+    run.run(opt.threads);
+  }
+  backend::HostTimer timer("run: results");
   RunResult r = run.result();
   r.tasks = run.tasks_run();
   return r;

@@ -205,6 +205,8 @@ try:
     print(f"{name:50s} profiled: kernels {p['kernel_seconds']*1e3:9.3f} ms of the run "
           f"({p['busy_fraction']:.0%}), {p['launches']:.0f} launches; longest {top['kernel']} "
           f"{top['seconds']*1e3:.3f} ms in {top['launches']:.0f}")
+    for h in p.get("host", [])[:8]:  # the host's side: compute()'s phases, blocking CUDA calls
+        print(f"    host {h['phase']:60s} {h['seconds']*1e3:9.3f} ms in {h['calls']:.0f}")
 except Exception:
     print(f"{name:50s} profiled: FAILED {line[:200]}")
 EOS

@@ -38,7 +38,7 @@ struct Outcome {
   int devices = 0;
   int64_t to_device_bytes = 0, to_host_bytes = 0, between_bytes = 0, peak_device_bytes = 0;
   // KILN_CUDA_PROFILE: each device kernel's launches and time over all the repeats.
-  std::vector<kiln::backend::KernelTime> kernel_times;
+  std::vector<kiln::backend::KernelTime> kernel_times, host_times;
   int repeat = 1;
 };
 
@@ -188,7 +188,10 @@ Outcome run_workload(const kiln::workloads::Workload& w, const kiln::cli::RunOpt
   std::sort(times.begin(), times.end());
   out.seconds = times[times.size() / 2];
   out.repeat = o.repeat;
-  if (kiln::flags().cuda_profile) out.kernel_times = kiln::backend::kernel_times();
+  if (kiln::flags().cuda_profile) {
+    out.kernel_times = kiln::backend::kernel_times();
+    out.host_times = kiln::backend::host_times();
+  }
   return out;
 }
 
@@ -265,6 +268,14 @@ nlohmann::json to_json(const kiln::workloads::Workload& w, const kiln::cli::RunO
     p["launches"] = static_cast<double>(launches) / r.repeat;
     p["busy_fraction"] = r.seconds > 0 ? busy / r.seconds : 0.0;
     p["kernels"] = kernels;
+    // The host's side, per run: compute()'s phases and the CUDA backend's blocking calls
+    // (backend::host_times; phases nest, so their seconds do not add up).
+    nlohmann::json host = nlohmann::json::array();
+    for (const auto& t : r.host_times)
+      host.push_back({{"phase", t.kernel},
+                      {"calls", static_cast<double>(t.launches) / r.repeat},
+                      {"seconds", t.seconds / r.repeat}});
+    p["host"] = host;
     j["profile"] = p;
   }
   return j;

@@ -210,6 +210,7 @@ class Gpus final : public backend::DeviceMemory {
   int count() const override { return static_cast<int>(gpus_.size()); }
   int max_count() const override { return count(); }
   void* alloc(int device, size_t bytes) override {
+    backend::HostTimer timer("cuda: cuMemAlloc");
     use(device);
     CUdeviceptr p = 0;
     CUresult rc = driver().mem_alloc(&p, std::max<size_t>(bytes, 1));
@@ -222,6 +223,7 @@ class Gpus final : public backend::DeviceMemory {
   // Waits for the stream first: queued work may still use the memory. Called from deleters, so
   // it never throws: a failure is kept and raised by the next synchronize() (keep_error).
   void free(int device, void* p, size_t) override {
+    backend::HostTimer timer("cuda: free (cuStreamSynchronize, cuMemFree)");
     const Driver& d = driver();
     keep_error(d.set_current(context(device)), "cuCtxSetCurrent (freeing device memory)");
     keep_error(d.stream_sync(stream(device)), "cuStreamSynchronize (before freeing device memory)");
@@ -246,11 +248,13 @@ class Gpus final : public backend::DeviceMemory {
   // From pageable memory the driver stages `src` (or waits) before returning (CUDA's "API
   // synchronization behavior"), so the host may reuse it at once.
   void to_device(int device, void* dst, const void* src, size_t bytes) override {
+    backend::HostTimer timer("cuda: copy to the device (cuMemcpyHtoDAsync)");
     use(device);
     check(driver().htod(dptr(dst), src, bytes, stream(device)), "cuMemcpyHtoDAsync");
     sync_check(stream(device), "a copy to the device (cuMemcpyHtoDAsync)");
   }
   void to_host(int device, void* dst, const void* src, size_t bytes) override {
+    backend::HostTimer timer("cuda: copy to the host (waits for the stream)");
     use(device);
     check(driver().dtoh(dst, dptr(src), bytes, stream(device)), "cuMemcpyDtoHAsync");
     check(driver().stream_sync(stream(device)), "cuStreamSynchronize");
@@ -266,6 +270,7 @@ class Gpus final : public backend::DeviceMemory {
     order(to, from);
   }
   void synchronize(int device) override {
+    backend::HostTimer timer("cuda: synchronize");
     {
       std::lock_guard<std::mutex> lock(kept_mu_);
       if (!kept_.empty()) {
@@ -540,6 +545,7 @@ class GpuBlas final : public backend::DeviceBlas {
             bool accumulate) override {
     if (m == 0 || n == 0) return;
     check_dims("GEMM", {m, n, k, lda, ldb, ldc});
+    backend::HostTimer timer("cuda: a GEMM call (cuBLAS, queued)");
     PerDevice& d = handle(device);  // makes the device current
     std::lock_guard<std::mutex> lock(d.mu);
     const size_t es = dtype_size(t);
@@ -728,6 +734,7 @@ class GpuLapack final : public backend::DeviceLapack {
 
   void lapack(int device, LinalgFn f, DType t, const library::MatrixRef& a,
               const library::MatrixRef* b, void* out, size_t, int) override {
+    backend::HostTimer timer("cuda: a LAPACK call (cuSOLVER, queued and its waits)");
     gpus_.use(device);  // (lapack() offers this class only where cuSOLVER loaded)
     PerDevice& d = devices_.at(static_cast<size_t>(device));
     std::lock_guard<std::mutex> lock(d.mu);
@@ -764,12 +771,14 @@ class GpuLapack final : public backend::DeviceLapack {
     CUstream stream;
 
     void* alloc(size_t bytes) override {
+      backend::HostTimer timer("cuda: cuMemAlloc (a LAPACK workspace)");
       CUdeviceptr p = 0;
       check(driver().mem_alloc(&p, bytes), "cuMemAlloc (a LAPACK workspace)");
       return reinterpret_cast<void*>(p);
     }
     void free(void* p) override {  // from Buffer's destructor: errors kept (Gpus::keep_error)
       if (!p) return;
+      backend::HostTimer timer("cuda: free (a LAPACK workspace: cuStreamSynchronize, cuMemFree)");
       l.gpus_.keep_error(driver().stream_sync(stream),
                          "cuStreamSynchronize (before freeing a LAPACK workspace)");
       l.gpus_.keep_error(driver().mem_free(dptr(p)), "cuMemFree (a LAPACK workspace)");
@@ -778,6 +787,7 @@ class GpuLapack final : public backend::DeviceLapack {
       check(driver().memset8(dptr(p), 0, bytes, stream), "cuMemsetD8Async");
     }
     void to_host(void* dst, const void* src, size_t bytes) override {
+      backend::HostTimer timer("cuda: a LAPACK call's copy to the host (waits for the stream)");
       check(driver().dtoh(dst, dptr(src), bytes, stream), "cuMemcpyDtoHAsync (a LAPACK call)");
       check(driver().stream_sync(stream), "cuStreamSynchronize (a LAPACK call)");
     }
@@ -885,6 +895,7 @@ class GpuKernel final : public backend::Kernel {
   void launch(const int64_t* I, const double* F, void* const* P, int device) const override {
     Launch l = launch_for(rank_, printed_.shape, I);
     if (l.items == 0) return;
+    backend::HostTimer timer("cuda: a kernel's launch");
     const Driver& d = driver();
     CUfunction fn = function_.get(device);  // makes the device current
     CUstream stream = gpus_.stream(device);

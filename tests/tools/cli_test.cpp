@@ -567,6 +567,18 @@ TEST(Cli, CudaProfileTimesEachKernelOnTheEmulator) {
   EXPECT_LE(p["kernel_seconds"].get<double>(), j["seconds"].get<double>() * 1.5) << j;
   ASSERT_EQ(p["kernels"].size(), 1u) << j;
   EXPECT_NE(p["kernels"][0]["kernel"].get<std::string>().find("flat-tree"), std::string::npos) << j;
+  // The host's phases, once per run each; the run's phases within compute()'s.
+  std::map<std::string, nlohmann::json> host;
+  for (const auto& h : p["host"]) host[h["phase"].get<std::string>()] = h;
+  for (const char* phase :
+       {"compute: plan", "compute: run", "run: setup", "run: tasks", "run: results"}) {
+    ASSERT_TRUE(host.count(phase)) << phase << " " << j;
+    EXPECT_EQ(host[phase]["calls"].get<double>(), 1.0) << phase << " " << j;
+    EXPECT_GE(host[phase]["seconds"].get<double>(), 0.0) << phase << " " << j;
+  }
+  EXPECT_LE(host["run: tasks"]["seconds"].get<double>(),
+            host["compute: run"]["seconds"].get<double>())
+      << j;
   EXPECT_FALSE(nlohmann::json::parse(run("run diamond --size 400 --chunk 200 --device cuda-emu "
                                          "--json --quiet"))
                    .contains("profile"));

@@ -6,13 +6,15 @@
 // DeviceMemory): every launch, copy, memset and cuBLAS / cuSOLVER / cuRAND call for the device
 // goes on it, so they run in the order queued while the host goes on. Kernels are printed for the
 // device (Flavor::Device), compiled by NVRTC for its architecture (cubins cached, nvrtc.hpp) and
-// loaded into each device's context when first launched there; device memory through cuMemAlloc /
-// cuMemFree (the runtime pools it). A launch passes the block's I, F and P arrays by value (one
-// __grid_constant__ parameter, copied by cuLaunchKernel: nothing to copy or wait for), one driver
-// call per launch; kernels raise errors into the device's status word, which synchronize() reads.
-// The host waits only where it must: copies to the host, LAPACK's results (cuSOLVER's info),
-// freeing memory, and synchronize() at the end of a run. Run on an H100 (sessions 22 and 24: the
-// test suite, `kiln doctor --device cuda`, the workloads; bench/RESULTS.md, GPU section).
+// loaded into each device's context when first launched there; device memory through
+// cuMemAllocAsync / cuMemFreeAsync on the device's stream where it has memory pools, else
+// cuMemAlloc / cuMemFree (the runtime pools it too). A launch passes the block's I, F and P
+// arrays by value (one __grid_constant__ parameter, copied by cuLaunchKernel: nothing to copy or
+// wait for), one driver call per launch; kernels raise errors into the device's status word, which
+// synchronize() reads. The host waits only where it must: copies to the host, LAPACK's results
+// (cuSOLVER's info), freeing memory without memory pools, and synchronize() at the end of a run.
+// Run on an H100 (sessions 22 and 24: the test suite, `kiln doctor --device cuda`, the workloads;
+// bench/RESULTS.md, GPU section).
 #include <dlfcn.h>
 
 #include <unistd.h>
@@ -51,11 +53,14 @@ using CUdevice = int;
 using CUdeviceptr = unsigned long long;
 using CUcontext = struct CUctx_st*;
 using CUmodule = struct CUmod_st*;
+using CUmemoryPool = struct CUmemPoolHandle_st*;
 using CUfunction = struct CUfunc_st*;
 using CUstream = struct CUstream_st*;
 using CUevent = struct CUevent_st*;
 constexpr int kAttrComputeMajor = 75, kAttrComputeMinor = 76;  // CU_DEVICE_ATTRIBUTE_...
 constexpr int kAttrMultiprocessors = 16;                       // ..._MULTIPROCESSOR_COUNT
+constexpr int kAttrMemoryPools = 115;                          // ..._MEMORY_POOLS_SUPPORTED
+constexpr int kPoolReleaseThreshold = 4;                       // CU_MEMPOOL_ATTR_RELEASE_...
 constexpr CUresult kOutOfMemory = 2;                           // CUDA_ERROR_OUT_OF_MEMORY
 constexpr unsigned kStreamNonBlocking = 1;                     // CU_STREAM_NON_BLOCKING
 constexpr unsigned kEventDisableTiming = 2;                    // CU_EVENT_DISABLE_TIMING
@@ -94,7 +99,12 @@ struct Driver {
   CUresult (*device_name)(char*, int, CUdevice) = nullptr;
   CUresult (*total_mem)(size_t*, CUdevice) = nullptr;
   CUresult (*elapsed)(float*, CUevent, CUevent) = nullptr;  // KILN_CUDA_PROFILE
-  std::string why;                                          // empty: a driver with devices
+  // The stream-ordered allocator (CUDA 11.2 and later), used where the device supports it.
+  CUresult (*mem_alloc_async)(CUdeviceptr*, size_t, CUstream) = nullptr;
+  CUresult (*mem_free_async)(CUdeviceptr, CUstream) = nullptr;
+  CUresult (*default_pool)(CUmemoryPool*, CUdevice) = nullptr;
+  CUresult (*pool_set)(CUmemoryPool, int, void*) = nullptr;
+  std::string why;  // empty: a driver with devices
   int devices = 0;
 };
 
@@ -115,6 +125,11 @@ const Driver& driver() {
     bind(h, "cuDeviceGetName", &x.device_name);
     bind(h, "cuDeviceTotalMem_v2", &x.total_mem);
     if (!bind(h, "cuEventElapsedTime_v2", &x.elapsed)) bind(h, "cuEventElapsedTime", &x.elapsed);
+    if (!bind(h, "cuMemAllocAsync", &x.mem_alloc_async) ||
+        !bind(h, "cuMemFreeAsync", &x.mem_free_async) ||
+        !bind(h, "cuDeviceGetDefaultMemPool", &x.default_pool) ||
+        !bind(h, "cuMemPoolSetAttribute", &x.pool_set))
+      x.mem_alloc_async = nullptr;  // all four or none
     CUresult rc = x.init(0);
     if (rc != 0) {
       const char* s = nullptr;
@@ -201,6 +216,16 @@ class Gpus final : public backend::DeviceMemory {
       if (k == 0) describe(dev);
       check(d.set_current(g.ctx), "cuCtxSetCurrent");
       check(d.stream_create(&g.stream, kStreamNonBlocking), "cuStreamCreate");
+      // Device memory from the stream-ordered allocator where the device has memory pools: a
+      // free is queued on the stream (after the work that may still use the memory) instead of
+      // waiting for the stream; the default pool keeps up to 1 GiB of freed memory.
+      int pools = 0;
+      CUmemoryPool pool = nullptr;
+      if (d.mem_alloc_async && d.attribute(&pools, kAttrMemoryPools, dev) == 0 && pools == 1 &&
+          d.default_pool(&pool, dev) == 0) {
+        uint64_t keep = uint64_t{1} << 30;
+        g.async_alloc = d.pool_set(pool, kPoolReleaseThreshold, &keep) == 0;
+      }
       check(d.mem_alloc(&g.status, sizeof(unsigned)), "cuMemAlloc");
       check(d.memset8(g.status, 0, sizeof(unsigned), g.stream), "cuMemsetD8Async");
       check(d.stream_sync(g.stream), "cuStreamSynchronize");
@@ -210,22 +235,29 @@ class Gpus final : public backend::DeviceMemory {
   int count() const override { return static_cast<int>(gpus_.size()); }
   int max_count() const override { return count(); }
   void* alloc(int device, size_t bytes) override {
-    backend::HostTimer timer("cuda: cuMemAlloc");
+    backend::HostTimer timer("cuda: cuMemAlloc(Async)");
     use(device);
     CUdeviceptr p = 0;
-    CUresult rc = driver().mem_alloc(&p, std::max<size_t>(bytes, 1));
+    const PerGpu& g = gpus_.at(static_cast<size_t>(device));
+    CUresult rc = g.async_alloc ? driver().mem_alloc_async(&p, std::max<size_t>(bytes, 1), g.stream)
+                                : driver().mem_alloc(&p, std::max<size_t>(bytes, 1));
     if (rc == kOutOfMemory)
       throw Error("device cuda: device " + std::to_string(device) +
                   " is out of memory allocating " + std::to_string(bytes) + " bytes");
     check(rc, "cuMemAlloc");
     return reinterpret_cast<void*>(p);
   }
-  // Waits for the stream first: queued work may still use the memory. Called from deleters, so
-  // it never throws: a failure is kept and raised by the next synchronize() (keep_error).
+  // After the work queued on the device's stream, which may still use the memory: queued there
+  // (cuMemFreeAsync), or else waiting for the stream. Called from deleters, so it never throws: a
+  // failure is kept and raised by the next synchronize() (keep_error).
   void free(int device, void* p, size_t) override {
-    backend::HostTimer timer("cuda: free (cuStreamSynchronize, cuMemFree)");
+    backend::HostTimer timer("cuda: free (cuMemFreeAsync, or cuStreamSynchronize and cuMemFree)");
     const Driver& d = driver();
     keep_error(d.set_current(context(device)), "cuCtxSetCurrent (freeing device memory)");
+    if (gpus_.at(static_cast<size_t>(device)).async_alloc) {
+      keep_error(d.mem_free_async(dptr(p), stream(device)), "cuMemFreeAsync");
+      return;
+    }
     keep_error(d.stream_sync(stream(device)), "cuStreamSynchronize (before freeing device memory)");
     keep_error(d.mem_free(dptr(p)), "cuMemFree");
   }
@@ -306,6 +338,7 @@ class Gpus final : public backend::DeviceMemory {
   struct PerGpu {
     CUcontext ctx = nullptr;
     int arch = 0;
+    bool async_alloc = false;  // cuMemAllocAsync / cuMemFreeAsync on `stream`
     CUstream stream = nullptr;
     CUdeviceptr status = 0;
   };
@@ -770,18 +803,11 @@ class GpuLapack final : public backend::DeviceLapack {
     int device;
     CUstream stream;
 
-    void* alloc(size_t bytes) override {
-      backend::HostTimer timer("cuda: cuMemAlloc (a LAPACK workspace)");
-      CUdeviceptr p = 0;
-      check(driver().mem_alloc(&p, bytes), "cuMemAlloc (a LAPACK workspace)");
-      return reinterpret_cast<void*>(p);
-    }
+    // Workspaces as the device's other memory (Gpus::alloc and free: stream-ordered where the
+    // device can).
+    void* alloc(size_t bytes) override { return l.gpus_.alloc(device, bytes); }
     void free(void* p) override {  // from Buffer's destructor: errors kept (Gpus::keep_error)
-      if (!p) return;
-      backend::HostTimer timer("cuda: free (a LAPACK workspace: cuStreamSynchronize, cuMemFree)");
-      l.gpus_.keep_error(driver().stream_sync(stream),
-                         "cuStreamSynchronize (before freeing a LAPACK workspace)");
-      l.gpus_.keep_error(driver().mem_free(dptr(p)), "cuMemFree (a LAPACK workspace)");
+      if (p) l.gpus_.free(device, p, 0);
     }
     void zero(void* p, size_t bytes) override {
       check(driver().memset8(dptr(p), 0, bytes, stream), "cuMemsetD8Async");

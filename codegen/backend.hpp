@@ -80,6 +80,9 @@ class DeviceMemory {
   virtual void to_device(int device, void* dst, const void* src, size_t bytes) = 0;
   virtual void to_host(int device, void* dst, const void* src, size_t bytes) = 0;
   virtual void between(int to, void* dst, int from, const void* src, size_t bytes) = 0;
+  // Sets `count` elements of `bytes` bytes (1, 4 or 8) at dst to `pattern`'s low bytes, queued
+  // like a copy: reduction partials' start values without a copy from the host.
+  virtual void fill(int device, void* dst, uint64_t pattern, int bytes, size_t count) = 0;
   // Waits until `device` has run everything queued on it; then throws kiln::Error for the first
   // error a kernel raised there since the last call (an integer to a negative power), clearing it.
   virtual void synchronize(int device) = 0;

@@ -27,6 +27,9 @@ class DeviceArena {
   std::shared_ptr<void> buffer(int device, size_t bytes);
   void to_device(int device, void* dst, const void* src, size_t bytes);
   void to_host(int device, void* dst, const void* src, size_t bytes);
+  void fill(int device, void* dst, uint64_t pattern, int bytes, size_t count) {
+    m_.fill(device, dst, pattern, bytes, count);
+  }
   void between(int to, void* dst, int from, const void* src, size_t bytes);
   // Waits for the device's queued work; throws what its kernels raised (DeviceMemory).
   void synchronize(int device) { m_.synchronize(device); }

@@ -477,9 +477,9 @@ class Run {
   //   their device and copy their box to the host; kernels read a replica of the whole array,
   //   copied to their device once, at the first read;
   // - Buffer leaves: the elements the plan reads, copied to each device that reads them once;
-  // - reduction partials: the identity copied in; folded on the device by the backend's combiner
-  //   in the combine tree's order (partials on another device copied over), the result copied to
-  //   the host by the final combine.
+  // - reduction partials: the identity set on the device (fill); folded there by the backend's
+  //   combiner in the combine tree's order (partials on another device copied over), the result
+  //   copied to the host by the final combine.
   void start_devices(backend::Backend& be, backend::DeviceMemory& m, int requested) {
     ndev_ = std::max(1, requested > 0 ? std::min(requested, m.max_count()) : m.count());
     arena_ = std::make_unique<DeviceArena>(m);
@@ -745,6 +745,21 @@ class Run {
     return mem;
   }
 
+  // A device partial's start: the identity, and -1 indices for argmin/argmax, set on the device.
+  void fill_identity(int dev, void* mem, int id) {
+    const PlanReduce& r = p_.reduces[p_.partials[id].first];
+    const int64_t n = partial_elems(id);
+    with_element_type(r.acc, [&](auto z) {
+      using T = decltype(z);
+      const T identity = kir::reduce_identity<T>(r.fn, r.acc);
+      uint64_t bits = 0;
+      std::memcpy(&bits, &identity, sizeof(T));
+      arena_->fill(dev, mem, bits, static_cast<int>(sizeof(T)), static_cast<size_t>(n));
+      if (is_arg(r.fn))
+        arena_->fill(dev, arg_indices<T>(mem, n), ~uint64_t{0}, 8, static_cast<size_t>(n));
+    });
+  }
+
   template <class T>
   static int64_t* arg_indices(void* partial, int64_t n) {
     return reinterpret_cast<int64_t*>(static_cast<char*>(partial) + index_offset(n, sizeof(T)));
@@ -808,16 +823,15 @@ class Run {
       int at = k.output_base(static_cast<int>(o));
       if (k.outputs[o].reduce) {
         int pid = p_.partial_of[task.group][task.block][reduce_index(g, o)];
-        void* mem = new_partial(pid);
-        if (arena_) {  // the identity in; the partial stays on the device (combine_on_device)
-          size_t pb = partial_bytes(pid);
-          std::shared_ptr<void> d = arena_->buffer(dev, pb);
-          arena_->to_device(dev, d.get(), mem, pb);
-          host_free(mem, pb);
-          partial_[pid] = nullptr;
+        void* mem = nullptr;
+        if (arena_) {  // the identity set there; the partial stays there (combine_on_device)
+          std::shared_ptr<void> d = arena_->buffer(dev, partial_bytes(pid));
+          fill_identity(dev, d.get(), pid);
           dpart_[pid] = d;
           dpart_dev_[pid] = dev;
           mem = d.get();
+        } else {
+          mem = new_partial(pid);
         }
         P[k.output_pointer(o)] = mem;
         if (k.outputs[o].index_value >= 0)

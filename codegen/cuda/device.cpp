@@ -90,6 +90,8 @@ struct Driver {
   CUresult (*peer)(CUdeviceptr, CUcontext, CUdeviceptr, CUcontext, size_t, CUstream) = nullptr;
   CUresult (*memset8)(CUdeviceptr, unsigned char, size_t, CUstream) = nullptr;
   CUresult (*memset2d8)(CUdeviceptr, size_t, unsigned char, size_t, size_t, CUstream) = nullptr;
+  CUresult (*memset32)(CUdeviceptr, unsigned, size_t, CUstream) = nullptr;
+  CUresult (*memset2d32)(CUdeviceptr, size_t, unsigned, size_t, size_t, CUstream) = nullptr;
   CUresult (*load_data)(CUmodule*, const void*) = nullptr;
   CUresult (*get_function)(CUfunction*, CUmodule, const char*) = nullptr;
   CUresult (*launch)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
@@ -153,6 +155,7 @@ const Driver& driver() {
         bind(h, "cuMemcpyHtoDAsync_v2", &x.htod) && bind(h, "cuMemcpyDtoHAsync_v2", &x.dtoh) &&
         bind(h, "cuMemcpyDtoDAsync_v2", &x.dtod) && bind(h, "cuMemcpyPeerAsync", &x.peer) &&
         bind(h, "cuMemsetD8Async", &x.memset8) && bind(h, "cuMemsetD2D8Async", &x.memset2d8) &&
+        bind(h, "cuMemsetD32Async", &x.memset32) && bind(h, "cuMemsetD2D32Async", &x.memset2d32) &&
         bind(h, "cuModuleLoadData", &x.load_data) &&
         bind(h, "cuModuleGetFunction", &x.get_function) && bind(h, "cuLaunchKernel", &x.launch);
     if (!ok) x.why = "libcuda.so.1 lacks a function Kiln calls (a driver older than CUDA 8?)";
@@ -284,6 +287,25 @@ class Gpus final : public backend::DeviceMemory {
     use(device);
     check(driver().htod(dptr(dst), src, bytes, stream(device)), "cuMemcpyHtoDAsync");
     sync_check(stream(device), "a copy to the device (cuMemcpyHtoDAsync)");
+  }
+  // Memsets on the stream: an 8-byte pattern as one 32-bit memset where its halves are equal
+  // (0.0, -1), else its low and high words as two 2-D memsets of one word per 8-byte row.
+  void fill(int device, void* dst, uint64_t pattern, int bytes, size_t count) override {
+    if (count == 0) return;
+    use(device);
+    const Driver& d = driver();
+    const CUstream s = stream(device);
+    const auto lo = static_cast<unsigned>(pattern), hi = static_cast<unsigned>(pattern >> 32);
+    if (bytes == 1) {
+      check(d.memset8(dptr(dst), static_cast<unsigned char>(pattern), count, s), "cuMemsetD8Async");
+    } else if (bytes == 4 || (bytes == 8 && lo == hi)) {
+      check(d.memset32(dptr(dst), lo, count * static_cast<size_t>(bytes) / 4, s),
+            "cuMemsetD32Async");
+    } else {
+      check(d.memset2d32(dptr(dst), 8, lo, 1, count, s), "cuMemsetD2D32Async");
+      check(d.memset2d32(dptr(dst) + 4, 8, hi, 1, count, s), "cuMemsetD2D32Async");
+    }
+    sync_check(s, "a fill on the device (cuMemsetD32Async)");
   }
   void to_host(int device, void* dst, const void* src, size_t bytes) override {
     backend::HostTimer timer("cuda: copy to the host (waits for the stream)");

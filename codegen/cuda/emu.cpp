@@ -158,6 +158,14 @@ class EmuMemory final : public backend::DeviceMemory {
                                                       static_cast<const char*>(src) + bytes);
     queue(device).push([dst, staged] { std::memcpy(dst, staged->data(), staged->size()); });
   }
+  void fill(int device, void* dst, uint64_t pattern, int bytes, size_t count) override {
+    check(device, dst, count * static_cast<size_t>(bytes), "a fill on the device");
+    queue(device).push([dst, pattern, bytes, count] {
+      for (size_t i = 0; i < count; ++i)
+        std::memcpy(static_cast<char*>(dst) + i * static_cast<size_t>(bytes), &pattern,
+                    static_cast<size_t>(bytes));  // the low bytes (x86-64: little-endian)
+    });
+  }
   void to_host(int device, void* dst, const void* src, size_t bytes) override {
     check(device, src, bytes, "a copy to the host");
     queue(device).wait();

@@ -114,23 +114,24 @@ TEST(Devices, CopiesAreOnlyThoseThePlanNeedsAndAreCounted) {
   Array x = kt::lazy(data, {250, 100});  // 4 blocks of 250 rows
   const int64_t whole = 1000 * 100 * 8;
 
-  // A sum: x copied in once (each device its rows), each block's one-element partial copied in
-  // (the identity), the partials combined on the device, the result copied out.
+  // A sum: x copied in once (each device its rows), each block's one-element partial set to the
+  // identity on the device (DeviceMemory::fill, no copy), the partials combined on the device,
+  // the result copied out.
   on_emu({(x * 2 + 1).sum()}, 1);
   Stats s = stats();
-  EXPECT_EQ(s.last_to_device, 1 + 4);
-  EXPECT_EQ(s.last_to_device_bytes, whole + 4 * 8);
+  EXPECT_EQ(s.last_to_device, 1);
+  EXPECT_EQ(s.last_to_device_bytes, whole);
   EXPECT_EQ(s.last_to_host, 1);
   EXPECT_EQ(s.last_to_host_bytes, 8);
   EXPECT_GE(s.last_peak_device_bytes, whole);
   on_emu({(x * 2 + 1).sum()}, 2);
   s = stats();
-  EXPECT_EQ(s.last_to_device, 2 + 4);  // half of x on each device
-  EXPECT_EQ(s.last_to_device_bytes, whole + 4 * 8);
+  EXPECT_EQ(s.last_to_device, 2);  // half of x on each device
+  EXPECT_EQ(s.last_to_device_bytes, whole);
 
   // Only the elements read are copied in: rows 100 ... 199.
   on_emu({x.slice({Slice(100, 200)}).sum()}, 1);
-  EXPECT_EQ(stats().last_to_device_bytes, 100 * 100 * 8 + 8);
+  EXPECT_EQ(stats().last_to_device_bytes, 100 * 100 * 8);
 
   // An element-wise output: written on the device, copied out once at the end (one device), or
   // block by block as it is made (several: the host assembles it).
@@ -143,15 +144,15 @@ TEST(Devices, CopiesAreOnlyThoseThePlanNeedsAndAreCounted) {
   EXPECT_EQ(s.last_to_host, 4);
   EXPECT_EQ(s.last_to_host_bytes, whole);
 
-  // Random data are made on the device: nothing copied in but the partials' identities; device
-  // memory holds no more than the partials (nothing is materialized).
+  // Random data are made on the device: nothing copied in; device memory holds no more than the
+  // partials (nothing is materialized).
   random::Generator rng(1);
   Array big = rng.normal(10, 1, {4000, 4000}, {1000, 1000});
   // The 16 partials are combined where they are, 8 on each device, then device 1's result is
   // copied to device 0 for the last step.
   on_emu({big.slice({Slice(0, 4000, 2)}).sum()}, 2);
   s = stats();
-  EXPECT_EQ(s.last_to_device_bytes, 16 * 8);
+  EXPECT_EQ(s.last_to_device_bytes, 0);
   EXPECT_EQ(s.last_to_host_bytes, 8);
   EXPECT_LE(s.last_peak_device_bytes, 17 * 256);  // 16 partials and a copy, 256-byte allocations
   EXPECT_EQ(s.last_between_devices, 1);
@@ -189,8 +190,8 @@ TEST(Devices, ResultsCanStayOnTheDeviceAndBeReadFromThere) {
   // goes to the device too.
   std::vector<NDArray> r = compute({exp(x), exp(x).sum()}, keep);
   Stats s = stats();
-  EXPECT_EQ(s.last_to_host_bytes, 8);  // the combined partial only
-  EXPECT_EQ(s.last_to_device_bytes, whole + 4 * 8 + 8);
+  EXPECT_EQ(s.last_to_host_bytes, 8);            // the combined partial only
+  EXPECT_EQ(s.last_to_device_bytes, whole + 8);  // x, and the sum back (partials set there)
   ASSERT_TRUE(r[0].on_device());
   EXPECT_EQ(r[0].place().device, Device::CudaEmu);
   EXPECT_EQ(place_name(r[1].place()), "cuda-emu:0");
@@ -217,7 +218,7 @@ TEST(Devices, ResultsCanStayOnTheDeviceAndBeReadFromThere) {
   s = stats();
   EXPECT_EQ(s.last_devices, 3);
   EXPECT_EQ(s.last_to_host_bytes, 8);
-  EXPECT_EQ(s.last_to_device_bytes, whole + 4 * 8 + 8);
+  EXPECT_EQ(s.last_to_device_bytes, whole + 8);
   const int64_t block = 250 * 100 * 8;
   // At least the blocks made on devices 1 and 2 (the sum's kernel blocks there read the whole
   // of exp(x) from device 0 too).
@@ -228,14 +229,15 @@ TEST(Devices, ResultsCanStayOnTheDeviceAndBeReadFromThere) {
   EXPECT_EQ(std::memcmp(y3.data(), host[0].data(), host[0].nbytes()), 0);
   EXPECT_EQ(r3[1].to_host().at(0), host[1].at(0));
 
-  // The device array read by the next compute where it is: nothing copied in but partials'
-  // identities, for an element-wise reader and a GEMM (a host library call: y copied out once).
+  // The device array read by the next compute where it is: nothing copied in (the partials'
+  // identities are set there), for an element-wise reader and a GEMM (a host library call: y
+  // copied out once).
   Array yd = asarray(r[0], {250, 100});
   ComputeOptions emu = keep;
   emu.keep_on_device = false;
   NDArray m = compute({(yd * 2).sum({1})}, emu)[0];
   s = stats();
-  EXPECT_EQ(s.last_to_device_bytes, 1000 * 8);  // only the partials' identities (250 per block)
+  EXPECT_EQ(s.last_to_device_bytes, 0);
   EXPECT_FALSE(m.on_device());
   NDArray mh = compute({(asarray(y, {250, 100}) * 2).sum({1})}, cpu_options())[0];
   for (int64_t e = 0; e < 1000; ++e)

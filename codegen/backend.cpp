@@ -62,12 +62,14 @@ namespace {
 std::mutex g_times_mu;
 std::map<std::string, KernelTime> g_times, g_host_times;
 
-void add_time(std::map<std::string, KernelTime>& m, const std::string& name, double seconds) {
+void add_time(std::map<std::string, KernelTime>& m, const std::string& name, double seconds,
+              double bytes) {
   std::lock_guard<std::mutex> lock(g_times_mu);
   KernelTime& t = m[name];
   t.kernel = name;
   ++t.launches;
   t.seconds += seconds;
+  t.bytes += bytes;
 }
 
 std::vector<KernelTime> longest_first(const std::map<std::string, KernelTime>& m) {
@@ -88,13 +90,13 @@ int64_t now_ns() {
 }
 }  // namespace
 
-void add_kernel_time(const std::string& kernel, double seconds) {
-  add_time(g_times, kernel, seconds);
+void add_kernel_time(const std::string& kernel, double seconds, double bytes) {
+  add_time(g_times, kernel, seconds, bytes);
 }
 std::vector<KernelTime> kernel_times() { return longest_first(g_times); }
 
 void add_host_time(const std::string& phase, double seconds) {
-  add_time(g_host_times, phase, seconds);
+  add_time(g_host_times, phase, seconds, 0);
 }
 std::vector<KernelTime> host_times() { return longest_first(g_host_times); }
 

@@ -183,8 +183,9 @@ struct KernelTime {
   std::string kernel;
   int64_t launches = 0;
   double seconds = 0;
+  double bytes = 0;  // kernels: what their launches moved (cuda::Traffic)
 };
-void add_kernel_time(const std::string& kernel, double seconds);
+void add_kernel_time(const std::string& kernel, double seconds, double bytes = 0);
 // Every kernel timed since the last reset, the longest total first.
 std::vector<KernelTime> kernel_times();
 // Clears the kernels' and the host phases' times.

@@ -203,8 +203,9 @@ try:
     p = json.loads(line)["profile"]
     top = p["kernels"][0] if p["kernels"] else {"kernel": "-", "seconds": 0, "launches": 0}
     print(f"{name:50s} profiled: kernels {p['kernel_seconds']*1e3:9.3f} ms of the run "
-          f"({p['busy_fraction']:.0%}), {p['launches']:.0f} launches; longest {top['kernel']} "
-          f"{top['seconds']*1e3:.3f} ms in {top['launches']:.0f}")
+          f"({p['busy_fraction']:.0%}, {p.get('gb_per_s', 0):.0f} GB/s), {p['launches']:.0f} "
+          f"launches; longest {top['kernel']} {top['seconds']*1e3:.3f} ms in "
+          f"{top['launches']:.0f} ({top.get('gb_per_s', 0):.0f} GB/s)")
     for h in p.get("host", [])[:8]:  # the host's side: compute()'s phases, blocking CUDA calls
         print(f"    host {h['phase']:60s} {h['seconds']*1e3:9.3f} ms in {h['calls']:.0f}")
 except Exception:

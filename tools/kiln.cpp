@@ -254,17 +254,22 @@ nlohmann::json to_json(const kiln::workloads::Workload& w, const kiln::cli::RunO
     // Per run (the repeats' totals divided by their count): the device kernels' time, and its
     // share of the run's wall time (the rest: copies, host work, launch gaps).
     nlohmann::json p, kernels = nlohmann::json::array();
-    double busy = 0;
+    double busy = 0, moved = 0;
     int64_t launches = 0;
     for (const auto& t : r.kernel_times) {
       busy += t.seconds / r.repeat;
+      moved += t.bytes / r.repeat;
       launches += t.launches;
       if (kernels.size() < 8)
         kernels.push_back({{"kernel", t.kernel},
                            {"launches", static_cast<double>(t.launches) / r.repeat},
-                           {"seconds", t.seconds / r.repeat}});
+                           {"seconds", t.seconds / r.repeat},
+                           {"bytes", t.bytes / r.repeat},
+                           {"gb_per_s", t.seconds > 0 ? t.bytes / t.seconds / 1e9 : 0.0}});
     }
     p["kernel_seconds"] = busy;
+    p["kernel_bytes"] = moved;  // cuda::Traffic: what the kernels' leaves and outputs span
+    p["gb_per_s"] = busy > 0 ? moved / busy / 1e9 : 0.0;
     p["launches"] = static_cast<double>(launches) / r.repeat;
     p["busy_fraction"] = r.seconds > 0 ? busy / r.seconds : 0.0;
     p["kernels"] = kernels;

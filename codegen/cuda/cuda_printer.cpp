@@ -983,6 +983,45 @@ std::string print_combine(ReduceFn fn, DType acc, Flavor flavor) {
          "       e += (kiln_i64)gridDim.x * blockDim.x) " + step + "\n}\n";
 }
 
+Traffic::Traffic(const kir::Kernel& k) : rank_(k.rank) {
+  const uint32_t all = k.rank > 0 ? (1u << k.rank) - 1 : 0;
+  for (size_t l = 0; l < k.leaves.size(); ++l) {
+    if (k.leaves[l].kind != kir::LeafKind::Memory) continue;
+    Part p;
+    p.base = k.leaf_base(static_cast<int>(l));
+    p.size = static_cast<int64_t>(dtype_size(k.leaves[l].dtype));
+    p.inner = k.leaves[l].inner_stride;
+    p.leaf = true;
+    parts_.push_back(p);
+  }
+  for (size_t o = 0; o < k.outputs.size(); ++o) {
+    const kir::Output& out = k.outputs[o];
+    Part p;
+    p.size = static_cast<int64_t>(dtype_size(out.type)) + (out.index_value >= 0 ? 8 : 0);
+    p.kept = out.reduce ? all & ~out.reduced_mask : all;
+    parts_.push_back(p);
+  }
+}
+
+int64_t Traffic::bytes(const int64_t* I) const {
+  int64_t total = 0;
+  for (const Part& p : parts_) {
+    int64_t elems = 1;
+    for (int d = 0; d < rank_; ++d) {
+      bool spans;
+      if (!p.leaf)
+        spans = (p.kept >> d) & 1u;
+      else if (d + 1 < rank_ || p.inner < 0)
+        spans = I[p.base + 1 + d] != 0;
+      else
+        spans = p.inner != 0;
+      if (spans) elems *= I[d];
+    }
+    total += elems * p.size;
+  }
+  return total;
+}
+
 int64_t split_segments(int64_t items, int64_t extent) {
   if (extent <= kSplitFrom) return 1;
   int64_t g = (extent + kSplitRows - 1) / kSplitRows;

@@ -92,6 +92,27 @@ constexpr int64_t kSplitFrom = 256, kSplitRows = 64, kSplitThreads = 131072,
                   kSplitMaxSegments = 1024;
 int64_t split_segments(int64_t items, int64_t extent);
 
+// The bytes one block's launch moves (KILN_CUDA_PROFILE's bytes and GB/s): each memory leaf's
+// elements its strides reach (a broadcast dim once), each output's elements written (a
+// reduction's kept ones, argmin/argmax with their indices). A lower bound of the traffic.
+class Traffic {
+ public:
+  Traffic() = default;
+  explicit Traffic(const kir::Kernel& k);
+  int64_t bytes(const int64_t* I) const;
+
+ private:
+  struct Part {
+    int base = 0;       // its ints in I (offset, then a stride per dim)
+    int64_t size = 0;   // bytes per element
+    int inner = -1;     // a leaf's inner stride when fixed (0, 1), -1: I's
+    uint32_t kept = 0;  // an output's kept dims
+    bool leaf = false;
+  };
+  int rank_ = 0;
+  std::vector<Part> parts_;
+};
+
 // The launch of one block of the kernel: work items (threads' share, see Mode) and grid size.
 struct Launch {
   int64_t items = 0;  // 0: nothing to do (an empty block)

@@ -390,13 +390,14 @@ class Gpus final : public backend::DeviceMemory {
   struct Timed {
     std::string label;
     CUevent start = nullptr, stop = nullptr;
+    int64_t bytes = 0;
   };
 
  public:
   // Times the launches queued between `start` and `stop` on `device`'s stream as `label`'s.
-  void time_launch(int device, std::string label, CUevent start, CUevent stop) {
+  void time_launch(int device, std::string label, CUevent start, CUevent stop, int64_t bytes) {
     std::lock_guard<std::mutex> lock(timed_mu_);
-    timed_[device].push_back({std::move(label), start, stop});
+    timed_[device].push_back({std::move(label), start, stop, bytes});
   }
 
  private:
@@ -414,7 +415,7 @@ class Gpus final : public backend::DeviceMemory {
       d.event_destroy(t.start);
       d.event_destroy(t.stop);
       if (rc == 0)
-        backend::add_kernel_time(t.label, ms / 1e3);
+        backend::add_kernel_time(t.label, ms / 1e3, static_cast<double>(t.bytes));
       else if (failed == 0)
         failed = rc;
     }
@@ -931,6 +932,7 @@ class GpuKernel final : public backend::Kernel {
         pointers_(static_cast<size_t>(k.num_pointer_slots())),
         words_(arg_words(k)),
         printed_(std::move(p)),
+        traffic_(k),
         gpus_(gpus),
         function_(printed_.source, "kiln_kernel", gpus) {
     const size_t bytes = 8 * static_cast<size_t>(words_.total());
@@ -991,7 +993,7 @@ class GpuKernel final : public backend::Kernel {
     }
     if (profile) {
       check(d.event_record(stop, stream), "cuEventRecord (KILN_CUDA_PROFILE)");
-      gpus_.time_launch(device, label_, start, stop);
+      gpus_.time_launch(device, label_, start, stop, traffic_.bytes(I));
     }
     sync_check(stream, "a kernel (cuLaunchKernel)", &printed_.source);
   }
@@ -1002,6 +1004,7 @@ class GpuKernel final : public backend::Kernel {
   size_t ints_, floats_, pointers_;
   ArgWords words_;
   Printed printed_;
+  Traffic traffic_;
   Gpus& gpus_;
   DeviceFunction function_;
 };

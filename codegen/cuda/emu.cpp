@@ -393,6 +393,7 @@ class EmuKernel final : public backend::Kernel {
         floats_(k.params.size()),
         pointers_(static_cast<size_t>(k.num_pointer_slots())),
         shape_(std::move(shape)),
+        traffic_(k),
         fn_(fn),
         memory_(memory) {}
   void launch(const int64_t* I, const double* F, void* const* P, int device) const override {
@@ -403,14 +404,16 @@ class EmuKernel final : public backend::Kernel {
     EmuQueue& queue = memory_.queue(device);
     // KILN_CUDA_PROFILE: the emulated launch timed by the host's clock (backend::kernel_times).
     std::string label = flags().cuda_profile ? label_ : std::string();
+    const double bytes = label.empty() ? 0.0 : static_cast<double>(traffic_.bytes(I));
     queue.push([&queue, fn = fn_, grid = l.grid, i = std::vector<int64_t>(I, I + ints_),
                 f = std::vector<double>(F, F + floats_), p = std::vector<void*>(P, P + pointers_),
-                label = std::move(label)] {
+                label = std::move(label), bytes] {
       auto t0 = std::chrono::steady_clock::now();
       unsigned status = fn(i.data(), f.data(), p.data(), grid);
       if (!label.empty())
         backend::add_kernel_time(
-            label, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+            label, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(),
+            bytes);
       queue.raise(status);
     });
   }
@@ -420,6 +423,7 @@ class EmuKernel final : public backend::Kernel {
   int rank_;
   size_t ints_, floats_, pointers_;
   KernelShape shape_;
+  Traffic traffic_;
   EmuFn fn_;
   EmuMemory& memory_;
 };

@@ -161,6 +161,31 @@ TEST(Cuda, LongColumnsOfFewItemsSplitIntoSegmentsFoldedInOrder) {
   EXPECT_TRUE(kt::same(on(Device::CudaEmu, {w.sum({0})})[0], on(Device::Interp, {w.sum({0})})[0]));
 }
 
+TEST(Cuda, TheProfileCountsTheBytesEachKernelMoves) {
+  // KILN_CUDA_PROFILE's bytes (cuda::Traffic) on cuda-emu: 4 blocks of 250 x 100 doubles.
+  NDArray data = kt::random_array(DType::Float64, {1000, 100}, 31, -1, 1);
+  NDArray row = kt::random_array(DType::Float64, {1, 100}, 32, -1, 1);
+  Array x = kt::lazy(data, {250, 100}), r = kt::lazy(row, {1, 100});
+  struct Profile {
+    Profile() { flags().cuda_profile = true; }
+    ~Profile() { flags().cuda_profile = false; }
+  } on_;
+  auto moved = [](const std::vector<Array>& outs) {
+    backend::reset_kernel_times();
+    on(Device::CudaEmu, outs);
+    double bytes = 0;
+    for (const auto& t : backend::kernel_times()) bytes += t.bytes;
+    return bytes;
+  };
+  const double block = 250 * 100 * 8;
+  // Column sums: each block reads its elements and writes its 100 partial sums.
+  EXPECT_EQ(moved({(x * 2).sum({0})}), 4 * (block + 100 * 8));
+  // A broadcast row is read once per block; the store writes every element.
+  EXPECT_EQ(moved({x + r}), 4 * (block + 100 * 8 + block));
+  // argmax along rows: 250 values and their int64 indices per block.
+  EXPECT_EQ(moved({x.argmax(1)}), 4 * (block + 250 * 16));
+}
+
 TEST(Cuda, RandomArraysAreBitIdenticalToTheCpus) {
   random::Generator g(77);
   std::vector<Array> outs = {g.normal(3, 2, {300, 700}, {128, 256}),

@@ -567,6 +567,9 @@ TEST(Cli, CudaProfileTimesEachKernelOnTheEmulator) {
   EXPECT_LE(p["kernel_seconds"].get<double>(), j["seconds"].get<double>() * 1.5) << j;
   ASSERT_EQ(p["kernels"].size(), 1u) << j;
   EXPECT_NE(p["kernels"][0]["kernel"].get<std::string>().find("flat-tree"), std::string::npos) << j;
+  // Bytes moved: the random leaf reads nothing; each block writes its one partial (8 bytes).
+  EXPECT_EQ(p["kernels"][0]["bytes"].get<double>(), 4 * 8.0) << j;
+  EXPECT_EQ(p["kernel_bytes"].get<double>(), 4 * 8.0) << j;
   // The host's phases, once per run each; the run's phases within compute()'s.
   std::map<std::string, nlohmann::json> host;
   for (const auto& h : p["host"]) host[h["phase"].get<std::string>()] = h;

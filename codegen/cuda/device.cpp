@@ -106,7 +106,8 @@ struct Driver {
   CUresult (*mem_free_async)(CUdeviceptr, CUstream) = nullptr;
   CUresult (*default_pool)(CUmemoryPool*, CUdevice) = nullptr;
   CUresult (*pool_set)(CUmemoryPool, int, void*) = nullptr;
-  std::string why;  // empty: a driver with devices
+  CUresult (*occupancy)(int*, CUfunction, int, size_t) = nullptr;  // grids sized to the device
+  std::string why;                                                 // empty: a driver with devices
   int devices = 0;
 };
 
@@ -127,6 +128,7 @@ const Driver& driver() {
     bind(h, "cuDeviceGetName", &x.device_name);
     bind(h, "cuDeviceTotalMem_v2", &x.total_mem);
     if (!bind(h, "cuEventElapsedTime_v2", &x.elapsed)) bind(h, "cuEventElapsedTime", &x.elapsed);
+    bind(h, "cuOccupancyMaxActiveBlocksPerMultiprocessor", &x.occupancy);
     if (!bind(h, "cuMemAllocAsync", &x.mem_alloc_async) ||
         !bind(h, "cuMemFreeAsync", &x.mem_free_async) ||
         !bind(h, "cuDeviceGetDefaultMemPool", &x.default_pool) ||
@@ -216,6 +218,7 @@ class Gpus final : public backend::DeviceMemory {
       PerGpu g;
       check(d.primary_ctx(&g.ctx, dev), "cuDevicePrimaryCtxRetain");
       g.arch = major * 10 + minor;
+      if (d.attribute(&g.sms, kAttrMultiprocessors, dev) != 0) g.sms = 0;
       if (k == 0) describe(dev);
       check(d.set_current(g.ctx), "cuCtxSetCurrent");
       check(d.stream_create(&g.stream, kStreamNonBlocking), "cuStreamCreate");
@@ -351,6 +354,7 @@ class Gpus final : public backend::DeviceMemory {
   // Device 0 for people: "NVIDIA H100 80GB HBM3, sm_90, 132 SMs, 79.2 GiB; driver API 13.0".
   const std::string& description() const { return description_; }
   CUcontext context(int device) const { return gpus_.at(device).ctx; }
+  int multiprocessors(int device) const { return gpus_.at(static_cast<size_t>(device)).sms; }
   int arch(int device) const { return gpus_.at(device).arch; }
   CUstream stream(int device) const { return gpus_.at(device).stream; }
   // The word kernels on `device` raise errors into (kiln_raise); synchronize() reads it.
@@ -361,6 +365,7 @@ class Gpus final : public backend::DeviceMemory {
     CUcontext ctx = nullptr;
     int arch = 0;
     bool async_alloc = false;  // cuMemAllocAsync / cuMemFreeAsync on `stream`
+    int sms = 0;               // multiprocessors (0: unknown)
     CUstream stream = nullptr;
     CUdeviceptr status = 0;
   };
@@ -948,6 +953,13 @@ class GpuKernel final : public backend::Kernel {
     backend::HostTimer timer("cuda: a kernel's launch");
     const Driver& d = driver();
     CUfunction fn = function_.get(device);  // makes the device current
+    // A kernel whose values do not depend on its grid (all but the flat trees, whose partials
+    // combine in the order of a fixed grid): one wave of the device's resident blocks at most.
+    if (!printed_.shape.tree) {
+      const int64_t wave = resident_blocks(device, fn);
+      if (wave > 0)
+        l.grid = std::min((l.items + printed_.shape.block - 1) / printed_.shape.block, wave);
+    }
     CUstream stream = gpus_.stream(device);
     // The kernel's kiln_args (cuda_printer.hpp, ArgWords).
     thread_local std::vector<uint64_t> args;
@@ -999,12 +1011,29 @@ class GpuKernel final : public backend::Kernel {
   }
 
  private:
+  // SMs x the kernel's resident blocks per SM (cuOccupancyMaxActiveBlocksPerMultiprocessor),
+  // once per device; 0 where unknown (launch_for's grid then).
+  int64_t resident_blocks(int device, CUfunction fn) const {
+    std::lock_guard<std::mutex> lock(wave_mu_);
+    auto it = wave_.find(device);
+    if (it != wave_.end()) return it->second;
+    int per_sm = 0;
+    const Driver& d = driver();
+    int64_t w = 0;
+    if (d.occupancy && d.occupancy(&per_sm, fn, printed_.shape.block, 0) == 0 && per_sm > 0)
+      w = static_cast<int64_t>(per_sm) * gpus_.multiprocessors(device);
+    wave_[device] = w;
+    return w;
+  }
+
   std::string label_;
   int rank_;
   size_t ints_, floats_, pointers_;
   ArgWords words_;
   Printed printed_;
   Traffic traffic_;
+  mutable std::mutex wave_mu_;
+  mutable std::map<int, int64_t> wave_;
   Gpus& gpus_;
   DeviceFunction function_;
 };

@@ -146,7 +146,9 @@ if want workloads; then
   workloads=("random-sum --size 20000 --chunk 2000" "trig-identity --size 10000 --chunk 2000"
     "diamond --size 10000 --chunk 2000" "svd --rows 10000 --cols 1000 --chunk 5000"
     "svd --rows 1000000 --cols 100 --chunk 100000" "matmul --size 4000 --chunk 1000"
-    "logistic-gd --size 1000000 --cols 100 --chunk 100000")
+    "logistic-gd --size 1000000 --cols 100 --chunk 100000"
+    "glm --solver lbfgs --size 1000000 --cols 100 --chunk 100000"
+    "glm --solver newton --size 1000000 --cols 100 --chunk 100000")
   small=("random-sum --size 200 --chunk 100" "trig-identity --size 200 --chunk 100"
     "diamond --size 200 --chunk 100" "svd --rows 400 --cols 20 --chunk 200"
     "matmul --size 200 --chunk 100")
@@ -160,7 +162,7 @@ if want workloads; then
   for w in "${workloads[@]}"; do
     for extra in "" "--resident" "--rng curand"; do
       if [ -n "$extra" ]; then  # svd, matmul and logistic-gd make their data first; 2 TB stays lazy
-        case "$w" in svd* | matmul* | logistic* | *500000*) continue ;; esac
+        case "$w" in svd* | matmul* | logistic* | glm* | *500000*) continue ;; esac
       fi
       t="$(limit 45)"
       if [ "$t" -eq 0 ]; then

@@ -169,7 +169,7 @@ def cupy_rows(quick, repeat):
     x = rng.random((m, m)) * 2 - 1
     add("matmul", lambda: float((x @ x).sum()))
     del x
-    rows_n = 100_000 if quick else 1_000_000
+    rows_n = 20_000 if quick else 1_000_000
     X = rng.standard_normal((rows_n, 100))
     y = ((X @ ((cp.arange(100) % 7 - 3) / 3.0) + rng.standard_normal(rows_n)) > 0).astype(cp.float64)
     add("logistic-gd", lambda: logistic_gd(cp, logistic_loss(cp), logistic_gradient(cp), X, y))
@@ -208,7 +208,7 @@ def jax_rows(quick, repeat):
     jax.block_until_ready(f(x))
     rows["matmul"] = (median_time(lambda: jax.block_until_ready(f(x)), repeat, lambda: None),
                       float(f(x)))
-    rows_n = 100_000 if quick else 1_000_000
+    rows_n = 20_000 if quick else 1_000_000
     kx, kn = jax.random.split(key)
     X = jax.random.normal(kx, (rows_n, 100))
     y = ((X @ ((jnp.arange(100) % 7 - 3) / 3.0) + jax.random.normal(kn, (rows_n,))) > 0).astype(
@@ -236,7 +236,7 @@ def main():
         "svd 4000x200" if q else "svd 1000000x100":
             "svd --rows %d --cols %d --chunk %d" % ((4000, 200, 1000) if q else (1000000, 100, 100000)),
         "matmul": "matmul --size %d --chunk %d" % ((400, 200) if q else (4000, 1000)),
-        "logistic-gd": "logistic-gd --size %d --chunk %d" % ((100000, 10000) if q else
+        "logistic-gd": "logistic-gd --size %d --chunk %d" % ((20000, 2000) if q else
                                                              (1000000, 100000)),
     }
     table = {}

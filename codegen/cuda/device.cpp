@@ -250,7 +250,7 @@ class Gpus final : public backend::DeviceMemory {
     if (rc == kOutOfMemory)
       throw Error("device cuda: device " + std::to_string(device) +
                   " is out of memory allocating " + std::to_string(bytes) + " bytes");
-    check(rc, "cuMemAlloc");
+    check(rc, g.async_alloc ? "cuMemAllocAsync" : "cuMemAlloc");
     return reinterpret_cast<void*>(p);
   }
   // After the work queued on the device's stream, which may still use the memory: queued there
@@ -453,13 +453,25 @@ class DeviceFunction {
  public:
   DeviceFunction(std::string source, const char* name, Gpus& gpus)
       : source_(std::move(source)), name_(name), gpus_(gpus) {}
-  // The function `name` (the constructor's by default) of the source's module, which is compiled
-  // and loaded once per device. Leaves the device current.
-  CUfunction get(int device, const char* name = nullptr) const {
+  // The constructor's function of the source's module, which is compiled and loaded once per
+  // device. Leaves the device current.
+  CUfunction get(int device) const {
     gpus_.use(device);
-    const std::string want = name ? name : name_;
     std::lock_guard<std::mutex> lock(mu_);
-    if (auto it = fns_.find({device, want}); it != fns_.end()) return it->second;
+    if (auto it = fns_.find(device); it != fns_.end()) return it->second;
+    return fns_[device] = function(device, name_);
+  }
+  // Another function of the same module (a split kernel's kiln_fold).
+  CUfunction get(int device, const char* name) const {
+    gpus_.use(device);
+    std::lock_guard<std::mutex> lock(mu_);
+    auto key = std::make_pair(device, std::string(name));
+    if (auto it = others_.find(key); it != others_.end()) return it->second;
+    return others_[key] = function(device, name);
+  }
+
+ private:
+  CUfunction function(int device, const char* name) const {  // mu_ held
     CUmodule& mod = modules_[device];
     if (!mod) {
       int arch = gpus_.arch(device);
@@ -470,18 +482,17 @@ class DeviceFunction {
       check(driver().load_data(&mod, out.cubin.data()), "cuModuleLoadData");
     }
     CUfunction fn = nullptr;
-    check(driver().get_function(&fn, mod, want.c_str()), "cuModuleGetFunction");
-    fns_[{device, want}] = fn;
+    check(driver().get_function(&fn, mod, name), "cuModuleGetFunction");
     return fn;
   }
 
- private:
   std::string source_;
   const char* name_;
   Gpus& gpus_;
   mutable std::mutex mu_;
   mutable std::unordered_map<int, CUmodule> modules_;
-  mutable std::map<std::pair<int, std::string>, CUfunction> fns_;
+  mutable std::unordered_map<int, CUfunction> fns_;
+  mutable std::map<std::pair<int, std::string>, CUfunction> others_;
 };
 
 // Queues a grid-stride kernel over `items` elements on a stream: blocks of 256 threads, at most
@@ -773,10 +784,10 @@ extern "C" __global__ void kiln_copy4(long long rows, long long cols, const floa
 )";
 
 // LAPACK calls on a GPU through cuSOLVER (solver.cpp's call sequences, the ones cuda-emu runs on
-// the host's LAPACK), on the device's stream like every launch and copy; workspaces from
-// cuMemAlloc, the copy kernel printed above, TSQR's product by cuBLAS's gemm. One cuSOLVER handle
-// (and cuBLAS handle) per device, a call at a time per device. Run on an H100 (doctor's QR and
-// SVD checks, the svd workloads).
+// the host's LAPACK), on the device's stream like every launch and copy; workspaces from the
+// device's allocator (Gpus::alloc), the copy kernel printed above, TSQR's product by cuBLAS's gemm.
+// One cuSOLVER handle (and cuBLAS handle) per device, a call at a time per device. Run on an H100
+// (doctor's QR and SVD checks, the svd workloads).
 class GpuLapack final : public backend::DeviceLapack {
  public:
   explicit GpuLapack(Gpus& gpus)

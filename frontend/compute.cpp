@@ -143,6 +143,7 @@ std::vector<NDArray> compute(const std::vector<Array>& arrays, const ComputeOpti
   ro.progress = opt.progress;
   ro.keep_on_device = opt.keep_on_device;
   ro.skip = opt.skip.empty() ? nullptr : &opt.skip;
+  ro.cancel = opt.cancel;
   ro.devices = opt.devices != 0 ? opt.devices : flags().devices;
   if (ro.devices < 0)
     throw Error("compute: devices must be at least 1 (0: the default), not " +

@@ -53,6 +53,11 @@ inline constexpr int kNumBinaryFns = 0
 #include "ufuncs.def"
 #undef KILN_BINARY
     ;
+inline constexpr int kNumReduceFns = 0
+#define KILN_REDUCE(name, np) +1
+#include "reduce.def"
+#undef KILN_REDUCE
+    ;
 
 // The Result column of ufuncs.def.
 enum class UnaryResult : uint8_t { Same, Float, Math, Bool };

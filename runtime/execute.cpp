@@ -337,6 +337,10 @@ class Run {
     // ThreadSanitizer, whose runtime does not see inside libtbb.)
     (void)waits_[t].load(std::memory_order_acquire);
     if (failed_.load(std::memory_order_relaxed)) return;
+    if (cancel_ && cancel_->load(std::memory_order_relaxed)) {
+      fail(std::make_exception_ptr(Error("compute: cancelled")));
+      return;
+    }
     try {
       const PlanTask& task = p_.tasks[t];
       if (!needed_.empty() && !needed_[task.group]) {  // no wanted output depends on it
@@ -382,12 +386,20 @@ class Run {
         trace_->add(std::move(e));
       }
     } catch (...) {
-      std::lock_guard<std::mutex> lock(error_mu_);
-      if (!error_) error_ = std::current_exception();
-      failed_ = true;
+      fail(std::current_exception());
     }
   }
 
+  void fail(std::exception_ptr e) {
+    std::lock_guard<std::mutex> lock(error_mu_);
+    if (!error_) error_ = std::move(e);
+    failed_ = true;
+  }
+
+ public:
+  void cancel_on(const std::atomic<bool>* cancel) { cancel_ = cancel; }
+
+ private:
   // Allocates array a on first use. Not std::call_once: libstdc++'s call_once never completes
   // when the callable throws (a failed allocation), and other tasks would wait on it forever.
   void ensure_array(int a) {
@@ -1371,6 +1383,7 @@ class Run {
   bool keep_ = false;  // keep_on_device
   int threads_ = 1;    // of this run: exclusive LAPACK calls use them all
   std::atomic<bool> failed_{false};
+  const std::atomic<bool>* cancel_ = nullptr;
   std::atomic<int64_t> tasks_run_{0};
   std::mutex error_mu_;
   std::exception_ptr error_;
@@ -1383,6 +1396,7 @@ RunResult execute(const Plan& plan, const std::vector<ParamValue>& params, const
   std::optional<backend::HostTimer> setup(std::in_place, "run: setup");
   Run run(plan, params, opt.trace, &progress, opt.devices, opt.keep_on_device);
   if (opt.skip) run.skip_outputs(*opt.skip);
+  run.cancel_on(opt.cancel);
   setup.reset();
   {
     backend::HostTimer timer("run: tasks");

@@ -2,6 +2,7 @@
 // thread), each block's kernel called with its arguments, reductions folded in fixed trees (so a
 // plan's results are bit-identical for any thread count), arrays freed after their last reader.
 #pragma once
+#include <atomic>
 #include <memory>
 #include <vector>
 
@@ -28,6 +29,7 @@ struct RunOptions {
   bool keep_on_device = false;  // such backends: outputs stay in device 0's memory
   // Per output: true = not computed (its result empty); only what the others need runs.
   const std::vector<bool>* skip = nullptr;
+  const std::atomic<bool>* cancel = nullptr;  // ComputeOptions::cancel
 };
 
 RunResult execute(const Plan& plan, const std::vector<ParamValue>& params, const RunOptions& opt);

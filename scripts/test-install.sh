@@ -6,7 +6,10 @@
 #  - keeps internal namespaces out of libkiln.so's exported symbols and prints their count,
 #  - checks that libkiln.so and kiln load the BLAS installed beside them,
 #  - configures, builds and runs examples/ (find_package(Kiln)) and one program through
-#    pkg-config, and checks each example's result against the installed `kiln run`'s.
+#    pkg-config, and checks each example's result against the installed `kiln run`'s;
+#  - `pip install .` into a fresh venv (the Python package, docs/PYTHON.md; build/wheel, ccache
+#    shared with the release build), then imports it outside the source tree and checks a
+#    compute against `kiln run`'s and the package's seed examples.
 # Usage: scripts/test-install.sh [build dir, default build/release] (built first by test.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -82,3 +85,27 @@ c++ -O1 "$work/diamond.cpp" -o "$work/diamond-pc" \
   $(PKG_CONFIG_PATH="$prefix/lib/pkgconfig" pkg-config --cflags --libs kiln)
 "$work/diamond-pc" 200 100 | grep -q '^diamond ' || { echo "test-install: pkg-config build failed" >&2; exit 1; }
 echo "test-install: a program built with pkg-config's flags (kiln.pc) runs"
+
+# The Python package: pip install . (pyproject.toml) into a fresh venv, with the pins of
+# tests/requirements.txt for NumPy and the build backend (no build isolation: nothing unpinned).
+pin() { grep -m1 "^$1==" tests/requirements.txt; }
+/usr/bin/python3 -m venv "$work/venv"
+"$work/venv/bin/pip" install --quiet --disable-pip-version-check "$(pin numpy)" \
+  "$(pin scikit-build-core)" "$(pin nanobind)" "$(pin packaging)" "$(pin pathspec)"
+"$work/venv/bin/pip" install --quiet --disable-pip-version-check --no-build-isolation . ||
+  { echo "test-install: pip install . failed" >&2; exit 1; }
+want="$("$kiln" run diamond --size 600 --chunk 200 --json --quiet)"
+(cd "$work" && "$work/venv/bin/python" - "$want" <<'EOS'
+import json, math, os, sys
+import numpy as np
+import kiln
+assert "site-packages" in kiln.__file__, kiln.__file__
+x = kiln.random.default_rng(0).uniform(1, 2, size=(600, 600), chunks=(200, 200))
+got, want = float((np.exp(x) - 1 / x).sum()), json.loads(sys.argv[1])["result"]
+if not math.isclose(got, want, rel_tol=1e-12):
+    sys.exit("test-install: the installed package's diamond is %r, kiln run's %r" % (got, want))
+print("test-install: pip install . -> %s: diamond %r = kiln run's" % (os.path.dirname(kiln.__file__), got))
+EOS
+)
+seeds="$PWD/examples/python/seeds.py"
+(cd "$work" && "$work/venv/bin/python" "$seeds" --small | sed "s/^/  /")

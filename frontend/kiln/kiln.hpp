@@ -4,6 +4,7 @@
 //   auto x = rng.normal(10, 1, {20000, 20000}, {2000, 2000});
 //   double s = (x + 1).slice({{0, {}, 2}, {0, {}, 2}}).sum().compute().item<double>();
 #pragma once
+#include <atomic>
 #include <cstdint>
 #include <iosfwd>
 #include <memory>
@@ -440,6 +441,10 @@ struct ComputeOptions {
   // an iterative solver whose rounds drop some outputs (ADMM's chunks that are done) reuses one
   // plan instead of planning each subset.
   std::vector<bool> skip;
+  // Set to true from any thread to stop the compute: no task starts after it is seen (those
+  // running finish), and compute() throws kiln::Error("compute: cancelled") once they have, its
+  // memory released. The Python package sets it on Ctrl-C. Read, never written, by Kiln.
+  const std::atomic<bool>* cancel = nullptr;
 };
 
 // Evaluates several arrays in one plan that shares their common work.

@@ -1,5 +1,7 @@
 // The executor: persist, thread-count independence, concurrent computes from user threads,
 // memory freed at last use, errors inside tasks.
+#include <atomic>
+#include <chrono>
 #include <cstring>
 #include <thread>
 
@@ -209,4 +211,37 @@ TEST(Execute, AnErrorInsideATaskReachesTheCallerAndKilnStaysUsable) {
   flags().fail_alloc_above = saved;
   EXPECT_EQ((ones({100}, {10}) * 2).sum().compute().item<double>(), 200.0);
   EXPECT_EQ(big.sum().compute().item<double>(), 4096.0 * 4096);
+}
+
+TEST(Execute, ACancelledComputeStopsBetweenTasksAndKilnStaysUsable) {
+  // Set before the compute: no task runs, the caller gets the error.
+  std::atomic<bool> cancel{true};
+  ComputeOptions o;
+  o.cancel = &cancel;
+  Array x = random::Generator(3).normal(0, 1, {4000, 4000}, {250, 250});
+  try {
+    x.sum().compute();  // without the flag: it completes (below)
+    compute({x.sum()}, o);
+    ADD_FAILURE() << "a cancelled compute returned";
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(), "compute: cancelled");
+  }
+  // Set from another thread while it runs (256 tasks on a 16000 x 16000 array: about a second on
+  // two cores, after a compile): it stops before the end, whatever the device.
+  cancel = false;
+  Array big = random::Generator(4).normal(0, 1, {16000, 16000}, {1000, 1000});
+  std::thread canceller([&cancel] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    cancel = true;
+  });
+  bool threw = false;
+  try {
+    compute({(big * 2).sum()}, o);
+  } catch (const Error& e) {
+    threw = std::string(e.what()) == "compute: cancelled";
+  }
+  canceller.join();
+  EXPECT_TRUE(threw);
+  cancel = false;
+  EXPECT_EQ(compute({(ones({100}, {10}) * 2).sum()}, o)[0].item<double>(), 200.0);
 }

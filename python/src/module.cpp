@@ -1,0 +1,562 @@
+// kiln._kiln: Kiln's public C++ API (kiln/kiln.hpp, kiln/glm.hpp) for Python, bound with
+// nanobind. It links libkiln.so and uses nothing else of Kiln. The Python package (python/kiln/)
+// builds the user's API and NumPy's protocols on these functions; this file converts values only:
+// Python scalars to kiln::Scalar, NumPy (any DLPack) arrays to lazy arrays without copying,
+// results to NumPy arrays that own Kiln's memory, kiln::Error to kiln.KilnError.
+#include <nanobind/nanobind.h>
+#include <nanobind/ndarray.h>
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/pair.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/tuple.h>
+#include <nanobind/stl/vector.h>
+
+#include <atomic>
+#include <chrono>
+#include <future>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "kiln/glm.hpp"
+#include "kiln/kiln.hpp"
+
+namespace nb = nanobind;
+using namespace nb::literals;
+
+namespace {
+
+using kiln::Array;
+using kiln::DType;
+using kiln::Error;
+using kiln::NDArray;
+using kiln::Scalar;
+using kiln::Shape;
+
+// ---- names -> Kiln's enums ------------------------------------------------------------------
+
+template <class E>
+std::map<std::string, E> names(int count, const char* (*name)(E)) {
+  std::map<std::string, E> out;
+  for (int i = 0; i < count; ++i) out.emplace(name(static_cast<E>(i)), static_cast<E>(i));
+  return out;
+}
+
+template <class E>
+E lookup(const std::map<std::string, E>& table, const std::string& name, const char* what) {
+  auto it = table.find(name);
+  if (it == table.end()) throw Error(std::string("kiln: no ") + what + " named '" + name + "'");
+  return it->second;
+}
+
+kiln::UnaryFn unary_fn(const std::string& name) {
+  static const auto table = names<kiln::UnaryFn>(kiln::kNumUnaryFns, kiln::unary_name);
+  return lookup(table, name, "unary function");
+}
+kiln::BinaryFn binary_fn(const std::string& name) {
+  static const auto table = names<kiln::BinaryFn>(kiln::kNumBinaryFns, kiln::binary_name);
+  return lookup(table, name, "binary function");
+}
+kiln::ReduceFn reduce_fn(const std::string& name) {
+  static const auto table = names<kiln::ReduceFn>(kiln::kNumReduceFns, kiln::reduce_name);
+  return lookup(table, name, "reduction");
+}
+DType dtype_named(const std::string& name) {
+  for (DType t : {DType::Bool, DType::Int32, DType::Int64, DType::Float32, DType::Float64})
+    if (name == kiln::dtype_name(t)) return t;
+  throw Error("kiln: unsupported dtype '" + name +
+              "' (Kiln arrays hold bool, int32, int64, float32 or float64)");
+}
+kiln::Device device_named(const std::optional<std::string>& name) {
+  return name ? kiln::device_from_name(*name, "device") : kiln::Device::Default;
+}
+
+// ---- values ---------------------------------------------------------------------------------
+
+// A Python bool, int or float as a weak scalar (NEP 50); the Python layer turns NumPy scalars,
+// which are strongly typed, into 0-d arrays before they get here.
+Scalar scalar_of(nb::handle h) {
+  PyObject* o = h.ptr();
+  if (PyBool_Check(o)) return Scalar(o == Py_True);
+  if (PyLong_Check(o)) {
+    int overflow = 0;
+    long long v = PyLong_AsLongLongAndOverflow(o, &overflow);
+    if (!overflow) return Scalar(static_cast<int64_t>(v));
+    unsigned long long u = PyLong_AsUnsignedLongLong(o);
+    if (!PyErr_Occurred()) return Scalar(static_cast<uint64_t>(u));
+    PyErr_Clear();
+    std::string msg =
+        std::string("kiln: the integer ") + nb::str(h).c_str() + " does not fit in 64 bits";
+    throw nb::type_error(msg.c_str());
+  }
+  if (PyFloat_Check(o)) return Scalar(PyFloat_AsDouble(o));
+  throw nb::type_error(("kiln: expected a kiln array, bool, int or float, got " +
+                        std::string(nb::type_name(h.type()).c_str()))
+                           .c_str());
+}
+
+// DLPack's type of a Kiln dtype, and back.
+nb::dlpack::dtype dlpack_of(DType t) {
+  switch (t) {
+    case DType::Bool:
+      return nb::dtype<bool>();
+    case DType::Int32:
+      return nb::dtype<int32_t>();
+    case DType::Int64:
+      return nb::dtype<int64_t>();
+    case DType::Float32:
+      return nb::dtype<float>();
+    case DType::Float64:
+      return nb::dtype<double>();
+  }
+  throw Error("kiln: unknown dtype");
+}
+std::optional<DType> dtype_of(nb::dlpack::dtype d) {
+  for (DType t : {DType::Bool, DType::Int32, DType::Int64, DType::Float32, DType::Float64})
+    if (dlpack_of(t) == d) return t;
+  return std::nullopt;
+}
+
+// A reference to a Python object held by Kiln's graph (the owner of a wrapped buffer). Kiln may
+// drop it on any thread: the last release takes the GIL, and leaks instead once Python is
+// finalizing (a plan cached until exit).
+template <class T>
+std::shared_ptr<const void> held_by_kiln(T value) {
+  return std::shared_ptr<const void>(new T(std::move(value)), [](const void* p) {
+    if (!Py_IsInitialized() ||
+#if PY_VERSION_HEX >= 0x030D0000
+        Py_IsFinalizing()
+#else
+        _Py_IsFinalizing()
+#endif
+    )
+      return;
+    nb::gil_scoped_acquire gil;
+    delete static_cast<const T*>(p);
+  });
+}
+
+using HostArray = nb::ndarray<nb::ro, nb::c_contig, nb::device::cpu>;
+
+// A C-contiguous host array of a supported dtype (NumPy, or anything with __dlpack__) as a lazy
+// Kiln array over the same memory, holding a reference to it.
+Array from_host(HostArray a, const Shape& chunks) {
+  auto t = dtype_of(a.dtype());
+  if (!t)
+    throw nb::type_error(
+        "kiln.asarray: unsupported dtype (Kiln arrays hold bool, int32, int64, float32 or "
+        "float64; convert with .astype first)");
+  Shape shape(a.ndim());
+  for (size_t i = 0; i < a.ndim(); ++i) shape[i] = static_cast<int64_t>(a.shape(i));
+  const void* data = a.data();
+  return kiln::from_buffer(data, *t, shape, chunks, held_by_kiln(std::move(a)));
+}
+
+// A computed host array as a NumPy array that owns it (no copy). Writable: every compute()
+// returns memory of its own, as NumPy's functions do.
+nb::object to_numpy(const NDArray& computed) {
+  NDArray a = computed.on_device() ? computed.to_host() : computed;
+  std::vector<size_t> shape(a.shape().begin(), a.shape().end());
+  auto* keep = new NDArray(a);
+  nb::capsule owner(keep, [](void* p) noexcept { delete static_cast<NDArray*>(p); });
+  return nb::ndarray<nb::numpy>(keep->data(), shape.size(), shape.data(), owner, nullptr,
+                                dlpack_of(a.dtype()))
+      .cast();
+}
+
+Shape shape_of(const std::vector<int64_t>& v) { return Shape(v.begin(), v.end()); }
+
+nb::tuple tuple_of(const Shape& s) {
+  nb::list l;
+  for (int64_t v : s) l.append(v);
+  return nb::tuple(l);
+}
+
+kiln::ComputeOptions compute_options(const std::optional<std::string>& device, int threads,
+                                     bool progress) {
+  kiln::ComputeOptions o;
+  o.device = device_named(device);
+  o.threads = threads;
+  o.progress = progress;
+  return o;
+}
+
+// kiln::stats()'s figures of the last compute, which Kiln keeps per thread: those of the thread
+// that ran the Python program's last compute.
+std::mutex g_last_mu;
+kiln::Stats g_last;
+
+bool on_python_main_thread() {
+  // Never released: a static's destructor would run after Python's finalization.
+  static nb::handle threading = nb::module_::import_("threading").release();
+  return threading.attr("current_thread")().is(threading.attr("main_thread")());
+}
+
+// Runs `run(options)`, a Kiln call that computes (and may take long), without the GIL. On
+// Python's main thread it runs on a thread of its own while this one checks Python's signals
+// every 50 ms: on Ctrl-C (any signal handler that raises) it sets options.cancel, waits for Kiln
+// to stop (tasks already running finish; nothing leaks) and raises KeyboardInterrupt. Elsewhere
+// (no signals reach other threads) it runs here.
+template <class F>
+auto interruptible(kiln::ComputeOptions options, F run) -> decltype(run(options)) {
+  using R = decltype(run(options));
+  auto body = [&options, &run]() -> R {
+    R r = run(options);
+    std::lock_guard<std::mutex> lock(g_last_mu);
+    g_last = kiln::stats();
+    return r;
+  };
+  if (!on_python_main_thread()) {
+    nb::gil_scoped_release release;
+    return body();
+  }
+  std::atomic<bool> cancel{false};
+  options.cancel = &cancel;
+  std::packaged_task<R()> task(body);
+  std::future<R> done = task.get_future();
+  std::thread worker;
+  {
+    nb::gil_scoped_release release;
+    worker = std::thread(std::move(task));
+  }
+  for (;;) {
+    {
+      nb::gil_scoped_release release;
+      if (done.wait_for(std::chrono::milliseconds(50)) == std::future_status::ready) break;
+    }
+    if (PyErr_CheckSignals() != 0) {  // KeyboardInterrupt (or the handler's exception) is set
+      cancel = true;
+      {
+        nb::gil_scoped_release release;
+        worker.join();
+      }
+      nb::python_error interrupted;  // takes the pending exception
+      try {
+        done.get();
+      } catch (...) {  // "compute: cancelled", or whatever failed meanwhile
+      }
+      throw interrupted;
+    }
+  }
+  {
+    nb::gil_scoped_release release;
+    worker.join();
+  }
+  return done.get();  // the result, or Kiln's error
+}
+
+std::vector<NDArray> compute_released(const std::vector<Array>& arrays,
+                                      const kiln::ComputeOptions& options) {
+  return interruptible(
+      options, [&arrays](const kiln::ComputeOptions& o) { return kiln::compute(arrays, o); });
+}
+
+// One entry of a basic index from Python: (start, stop, step, is_index).
+using SliceArg = std::tuple<std::optional<int64_t>, std::optional<int64_t>, int64_t, bool>;
+
+}  // namespace
+
+NB_MODULE(_kiln, m) {
+  m.doc() = "Kiln's C++ API, bound with nanobind (use the kiln package, not this module)";
+  // No report of instances alive at exit: NumPy 2.4 keeps one reference to the operand for each
+  // exception an __array_ufunc__ override raises from a ufunc method (np.add.accumulate(x) on a
+  // kiln array: TypeError), so such a program would end with a "leaked" report about Kiln.
+  nb::set_leak_warnings(false);
+
+  nb::exception<Error>(m, "KilnError", PyExc_ValueError);  // the module holds the type
+  nb::register_exception_translator([](const std::exception_ptr& p, void*) {
+    try {
+      std::rethrow_exception(p);
+    } catch (const kiln::InternalError& e) {
+      PyErr_SetString(PyExc_RuntimeError, e.what());
+    }
+  });
+
+  nb::class_<Array>(m, "Array")
+      .def_prop_ro("dtype", [](const Array& a) { return kiln::dtype_name(a.dtype()); })
+      .def_prop_ro("shape", [](const Array& a) { return tuple_of(a.shape()); })
+      .def_prop_ro("chunks",
+                   [](const Array& a) {
+                     nb::list dims;
+                     for (const auto& c : a.chunks()) dims.append(tuple_of(c));
+                     return nb::tuple(dims);
+                   })
+      .def("slice",
+           [](const Array& a, const std::vector<SliceArg>& index) {
+             std::vector<kiln::Slice> s;
+             for (const auto& [start, stop, step, is_index] : index)
+               s.push_back(is_index ? kiln::Slice::index(*start) : kiln::Slice(start, stop, step));
+             return a.slice(s);
+           })
+      .def("astype", [](const Array& a, const std::string& t) { return a.astype(dtype_named(t)); })
+      .def("transpose", &Array::transpose, "perm"_a = std::vector<int>{})
+      .def("reshape",
+           [](const Array& a, const std::vector<int64_t>& s) { return a.reshape(shape_of(s)); })
+      .def("rechunk",
+           [](const Array& a, const std::vector<int64_t>& s) { return a.rechunk(shape_of(s)); })
+      .def(
+          "broadcast_to",
+          [](const Array& a, const std::vector<int64_t>& s) { return a.broadcast_to(shape_of(s)); })
+      .def("var", &Array::var, "axes"_a, "keepdims"_a, "ddof"_a)
+      .def("std", &Array::std, "axes"_a, "keepdims"_a, "ddof"_a)
+      .def("argmin", &Array::argmin, "axis"_a, "keepdims"_a)
+      .def("argmax", &Array::argmax, "axis"_a, "keepdims"_a)
+      .def(
+          "persist",
+          [](const Array& a, std::optional<std::string> device, int threads) {
+            return interruptible(compute_options(device, threads, false),
+                                 [&a](const kiln::ComputeOptions& o) { return a.persist(o); });
+          },
+          "device"_a = nb::none(), "threads"_a = 0);
+
+  m.def("unary", [](const std::string& f, const Array& a) { return kiln::unary(unary_fn(f), a); });
+  m.def("binary", [](const std::string& name, nb::handle a, nb::handle b) {
+    kiln::BinaryFn f = binary_fn(name);
+    bool ka = nb::isinstance<Array>(a), kb = nb::isinstance<Array>(b);
+    if (ka && kb) return kiln::binary(f, nb::cast<const Array&>(a), nb::cast<const Array&>(b));
+    if (ka) return kiln::binary(f, nb::cast<const Array&>(a), scalar_of(b));
+    if (kb) return kiln::binary(f, scalar_of(a), nb::cast<const Array&>(b));
+    throw nb::type_error("kiln.binary: one operand must be a kiln array");
+  });
+  m.def("reduce", [](const std::string& f, const Array& a, std::vector<int> axes, bool keepdims) {
+    return kiln::reduce(reduce_fn(f), a, std::move(axes), keepdims);
+  });
+  m.def("where", [](const Array& c, nb::handle a, nb::handle b) {
+    bool ka = nb::isinstance<Array>(a), kb = nb::isinstance<Array>(b);
+    if (ka && kb) return kiln::where(c, nb::cast<const Array&>(a), nb::cast<const Array&>(b));
+    if (ka) return kiln::where(c, nb::cast<const Array&>(a), scalar_of(b));
+    if (kb) return kiln::where(c, scalar_of(a), nb::cast<const Array&>(b));
+    return kiln::where(c, scalar_of(a), scalar_of(b));
+  });
+  m.def("clip", [](const Array& a, nb::handle lo, nb::handle hi) {
+    return kiln::clip(a, scalar_of(lo), scalar_of(hi));
+  });
+  m.def("concatenate", &kiln::concatenate, "arrays"_a, "axis"_a);
+  m.def("stack", &kiln::stack, "arrays"_a, "axis"_a);
+  m.def("matmul", &kiln::matmul);
+  m.def("dot", &kiln::dot);
+  m.def("vdot", &kiln::vdot);
+  m.def("inner", &kiln::inner);
+  m.def("outer", &kiln::outer);
+  m.def("tensordot",
+        [](const Array& a, const Array& b, int axes) { return kiln::tensordot(a, b, axes); });
+  m.def("tensordot_axes", [](const Array& a, const Array& b, std::vector<int> axa,
+                             std::vector<int> axb) { return kiln::tensordot(a, b, axa, axb); });
+  m.def("einsum", &kiln::einsum);
+
+  // ---- creation ----
+  m.def("scalar", [](nb::handle v, const std::string& t) {
+    return kiln::scalar(scalar_of(v), dtype_named(t));
+  });
+  m.def("full", [](const std::vector<int64_t>& shape, nb::handle v, const std::string& t,
+                   const std::vector<int64_t>& chunks) {
+    return kiln::full(shape_of(shape), scalar_of(v), dtype_named(t), shape_of(chunks));
+  });
+  m.def("arange",
+        [](nb::handle start, nb::handle stop, nb::handle step, const std::vector<int64_t>& chunks) {
+          return kiln::arange(scalar_of(start), scalar_of(stop), scalar_of(step), shape_of(chunks));
+        });
+  m.def("linspace", [](double start, double stop, int64_t num, bool endpoint,
+                       const std::vector<int64_t>& chunks) {
+    return kiln::linspace(start, stop, num, endpoint, shape_of(chunks));
+  });
+  m.def("from_host", [](HostArray a, const std::vector<int64_t>& chunks) {
+    return from_host(std::move(a), shape_of(chunks));
+  });
+  m.def("load_npy", [](const std::string& path, const std::vector<int64_t>& chunks) {
+    return kiln::load_npy(path, shape_of(chunks));
+  });
+  m.def("save_npy", [](const std::string& path, const Array& a) {
+    nb::gil_scoped_release release;  // (not interruptible: save_npy takes no options)
+    kiln::save_npy(path, a);
+  });
+
+  nb::class_<kiln::random::Generator>(m, "Generator")
+      .def(nb::init<uint64_t>())
+      .def("uniform",
+           [](kiln::random::Generator& g, double lo, double hi, const std::vector<int64_t>& shape,
+              const std::vector<int64_t>& chunks, const std::string& t) {
+             return g.uniform(lo, hi, shape_of(shape), shape_of(chunks), dtype_named(t));
+           })
+      .def("normal",
+           [](kiln::random::Generator& g, double mean, double std,
+              const std::vector<int64_t>& shape, const std::vector<int64_t>& chunks) {
+             return g.normal(mean, std, shape_of(shape), shape_of(chunks));
+           })
+      .def("integers",
+           [](kiln::random::Generator& g, int64_t lo, int64_t hi, const std::vector<int64_t>& shape,
+              const std::vector<int64_t>& chunks, const std::string& t) {
+             return g.integers(lo, hi, shape_of(shape), shape_of(chunks), dtype_named(t));
+           });
+
+  // ---- evaluation ----
+  m.def(
+      "compute",
+      [](const std::vector<Array>& arrays, std::optional<std::string> device, int threads,
+         bool progress) {
+        auto out = compute_released(arrays, compute_options(device, threads, progress));
+        nb::list results;
+        for (const NDArray& a : out) results.append(to_numpy(a));
+        return results;
+      },
+      "arrays"_a, "device"_a = nb::none(), "threads"_a = 0, "progress"_a = false);
+  // What --emit-ir prints for computing `arrays` (the IR after each pass and the fusion summary),
+  // and the kernels planned, by computing them once.
+  m.def(
+      "explain",
+      [](const std::vector<Array>& arrays, std::optional<std::string> device, bool kernels) {
+        std::ostringstream ir, code;
+        kiln::ComputeOptions o = compute_options(device, 0, false);
+        o.ir = &ir;
+        if (kernels) o.kernels = &code;
+        compute_released(arrays, o);
+        return ir.str() + code.str();
+      },
+      "arrays"_a, "device"_a = nb::none(), "kernels"_a = false);
+  m.def("emit_dot", [](const std::vector<Array>& arrays, const std::string& path) {
+    kiln::ComputeOptions o;
+    o.dot_file = path;
+    o.progress = false;
+    compute_released(arrays, o);
+  });
+  m.def("stats", [] {
+    kiln::Stats s = kiln::stats();
+    nb::dict d;
+    d["plans_built"] = s.plans_built;
+    d["plan_cache_hits"] = s.plan_cache_hits;
+    d["computes"] = s.computes;
+    d["tasks"] = s.tasks;
+    d["kernels_compiled"] = s.kernels_compiled;
+    d["kernels_from_disk"] = s.kernels_from_disk;
+    d["compile_seconds"] = s.compile_seconds;
+    {
+      std::lock_guard<std::mutex> lock(g_last_mu);  // the last compute's, on whichever thread
+      s.last_cached = g_last.last_cached;
+      s.last_tasks = g_last.last_tasks;
+      s.last_kernels = g_last.last_kernels;
+      s.last_peak_bytes = g_last.last_peak_bytes;
+      s.last_seconds = g_last.last_seconds;
+    }
+    d["last_cached"] = s.last_cached;
+    d["last_tasks"] = s.last_tasks;
+    d["last_kernels"] = s.last_kernels;
+    d["last_peak_bytes"] = s.last_peak_bytes;
+    d["last_seconds"] = s.last_seconds;
+    return d;
+  });
+  m.def("clear_plan_cache", &kiln::clear_plan_cache);
+  m.def("compile_target", &kiln::compile_target);
+  m.def("device_target", [](const std::string& d) { return kiln::device_target(device_named(d)); });
+
+  // ---- linear algebra ----
+  nb::module_ la = m.def_submodule("linalg");
+  la.def("qr", [](const Array& a) {
+    auto r = kiln::linalg::qr(a);
+    return std::make_pair(r.q, r.r);
+  });
+  la.def("svd", [](const Array& a) {
+    auto r = kiln::linalg::svd(a);
+    return nb::make_tuple(r.u, r.s, r.vh);
+  });
+  la.def("svd_compressed", [](const Array& a, int64_t k, int iters, int64_t over, uint64_t seed) {
+    auto r = kiln::linalg::svd_compressed(a, k, iters, over, seed);
+    return nb::make_tuple(r.u, r.s, r.vh);
+  });
+  la.def("cholesky", &kiln::linalg::cholesky);
+  la.def("solve", &kiln::linalg::solve);
+  la.def("inv", &kiln::linalg::inv);
+  la.def("det", &kiln::linalg::det);
+  la.def("slogdet", [](const Array& a) {
+    auto r = kiln::linalg::slogdet(a);
+    return std::make_pair(r.sign, r.logabsdet);
+  });
+  la.def("eigh", [](const Array& a) {
+    auto r = kiln::linalg::eigh(a);
+    return std::make_pair(r.eigenvalues, r.eigenvectors);
+  });
+  la.def("lstsq", [](const Array& a, const Array& b) {
+    auto r = kiln::linalg::lstsq(a, b);
+    return nb::make_tuple(r.x, r.residuals, r.rank, r.s);
+  });
+  la.def("norm",
+         [](const Array& x, std::optional<double> ord, std::vector<int> axis, bool keepdims) {
+           return kiln::linalg::norm(x, ord, std::move(axis), keepdims);
+         });
+  la.def("norm_named",
+         [](const Array& x, const std::string& ord, std::vector<int> axis, bool keepdims) {
+           return kiln::linalg::norm(x, ord, std::move(axis), keepdims);
+         });
+
+  // ---- GLMs ----
+  nb::module_ glm = m.def_submodule("glm");
+  glm.def(
+      "solve",
+      [](const std::string& solver, const Array& X, const Array& y, const std::string& family,
+         const std::string& penalty, double lamduh, int max_iter, double tol, bool normalize,
+         double gtol) {
+        kiln::glm::Options o;
+        o.family = kiln::glm::family(family);
+        o.penalty = kiln::glm::regularizer(penalty);
+        o.lamduh = lamduh;
+        o.max_iter = max_iter;
+        o.tol = tol;
+        o.normalize = normalize;
+        o.gtol = gtol;
+        o.compute.progress = false;
+        kiln::glm::Result r = interruptible(o.compute, [&](const kiln::ComputeOptions& c) {
+          kiln::glm::Options with = o;
+          with.compute = c;
+          return kiln::glm::solve(solver, X, y, with);
+        });
+        nb::dict d;
+        d["coef"] = r.coef;
+        d["n_iter"] = r.n_iter;
+        d["loss"] = r.loss;
+        d["converged"] = r.converged;
+        return d;
+      },
+      "solver"_a, "X"_a, "y"_a, "family"_a = "logistic", "penalty"_a = "none", "lamduh"_a = 0.1,
+      "max_iter"_a = 0, "tol"_a = 0.0, "normalize"_a = true, "gtol"_a = 0.0);
+  // The estimators' fit (kiln::glm::LinearModel): the fitted attributes, as a dict.
+  glm.def(
+      "fit_model",
+      [](const std::string& family, const Array& X, const Array& y, bool fit_intercept,
+         const std::string& solver, const std::string& penalty, double C, double l1_ratio,
+         int max_iter, double tol, double rho) {
+        std::unique_ptr<kiln::glm::LinearModel> model;
+        kiln::glm::Family f = kiln::glm::family(family);
+        if (f == kiln::glm::Family::Logistic)
+          model = std::make_unique<kiln::glm::LogisticRegression>();
+        else if (f == kiln::glm::Family::Normal)
+          model = std::make_unique<kiln::glm::LinearRegression>();
+        else
+          model = std::make_unique<kiln::glm::PoissonRegression>();
+        model->fit_intercept = fit_intercept;
+        model->solver = solver;
+        model->penalty = penalty;
+        model->C = C;
+        model->l1_ratio = l1_ratio;
+        model->max_iter = max_iter;
+        model->tol = tol;
+        model->rho = rho;
+        model->compute.progress = false;
+        interruptible(model->compute, [&](const kiln::ComputeOptions& c) {
+          model->compute = c;
+          model->fit(X, y);
+          return 0;
+        });
+        nb::dict d;
+        d["coef"] = model->coef_;
+        d["intercept"] = model->intercept_;
+        d["n_iter"] = model->n_iter_;
+        d["loss"] = model->loss_;
+        d["converged"] = model->converged_;
+        return d;
+      },
+      "family"_a, "X"_a, "y"_a, "fit_intercept"_a, "solver"_a, "penalty"_a, "C"_a, "l1_ratio"_a,
+      "max_iter"_a, "tol"_a, "rho"_a);
+}

@@ -134,6 +134,7 @@ std::vector<NDArray> compute(const std::vector<Array>& arrays, const ComputeOpti
       trace->add(std::move(e));
     }
   }
+  if (opt.plan_only) return std::vector<NDArray>(arrays.size());
   reset_peak_bytes();
   reset_device_peak_bytes();
   int64_t mem_before = bytes_in_use(), device_before = device_bytes_in_use();

@@ -31,12 +31,13 @@ timed "the $preset build" cmake --build --preset "$preset"
 # compares every backend, Cuda, CacheFaults, Doctor, Blas, CudaLibraries) or compute nothing on one
 # (the .npy and trace readers, the command line's parsing, the JIT's target, Kiln's math functions
 # and the Gram kernel called directly, the generator's tables, the include layering, checked
-# arithmetic, graph interning, the benchmark binary's smoke run). The device reruns below leave
+# arithmetic, graph interning, the benchmark binary's smoke run; the Python package's pytest suite,
+# whose own code is the binding: the backends under it are the other suites' subject). The device reruns below leave
 # them out, as does ThreadSanitizer except for Cuda (cuda-emu compiles for two GPU targets on two
 # threads): what the others test is not concurrent (their few computes are small, on the paths
 # that the other suites run threaded).
 single='OpsTable|CacheFaults|Doctor|Blas|CudaLibraries|NpyHostile|HostileCli|SizesCli|Report|Target'
-single+='|Layering|Interning|Checked|Philox4x32_10|PhiloxMapping|KilnMath|Gram|Bench'
+single+='|Layering|Interning|Checked|Philox4x32_10|PhiloxMapping|KilnMath|Gram|Bench|Python'
 host_only="^(Cuda|$single)\\."
 suite=()
 # ThreadSanitizer: also without the GLM convergence sweep (every solver on two datasets: 161 of

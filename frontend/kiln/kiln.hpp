@@ -445,6 +445,10 @@ struct ComputeOptions {
   // running finish), and compute() throws kiln::Error("compute: cancelled") once they have, its
   // memory released. The Python package sets it on Ctrl-C. Read, never written, by Kiln.
   const std::atomic<bool>* cancel = nullptr;
+  // Plan only: the passes, lowering and kernel compiles run (and ir, kernels, dot_file are
+  // written), nothing is computed; compute() returns empty NDArrays. The plan is cached, so a
+  // later compute() of the same structure starts running at once. Python's kiln.explain().
+  bool plan_only = false;
 };
 
 // Evaluates several arrays in one plan that shares their common work.

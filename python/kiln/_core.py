@@ -266,6 +266,10 @@ class Array:
         """Fuses, compiles and runs the expression; a new NumPy array (C order)."""
         return compute(self, **options)[0]
 
+    def visualize(self, filename=None) -> str:
+        """The fused graph of computing this array, as Graphviz DOT (kiln.visualize)."""
+        return visualize(self, filename=filename)
+
     def persist(self, **options) -> "Array":
         """Computes the array and keeps its blocks: the returned array reads them instead of
         evaluating the expression again."""
@@ -704,7 +708,9 @@ def _reduce(fn, a, axis, dtype, out, keepdims):
         return x if dtype is None else x.astype(dtype)
     if dtype is not None:
         x = x.astype(dtype)
-    return _wrap(_kiln.reduce(fn, x._a, _axes(axis, x.ndim), bool(keepdims)))
+    out = _wrap(_kiln.reduce(fn, x._a, _axes(axis, x.ndim), bool(keepdims)))
+    # sum(int32 array, dtype=int32) is int32 in NumPy (the int64 sum wraps to the same bits)
+    return out if dtype is None or fn == "mean" else out.astype(dtype, copy=False)
 
 
 def sum(a, axis=None, dtype=None, out=None, keepdims=False):
@@ -897,10 +903,11 @@ def einsum(subscripts, *operands, out=None, optimize=False, **kwargs):
 # ---- evaluation ---------------------------------------------------------------------------------
 
 
-def compute(*arrays, device=None, threads=None, progress=False):
+def compute(*arrays, device=None, threads=None, progress=False, trace=None):
     """Computes several arrays in one plan that shares their common work (a factorization's
     parts, a shared input read once); a tuple of NumPy arrays. Arguments that are not kiln
-    arrays are returned as they are, as dask.compute does."""
+    arrays are returned as they are, as dask.compute does. trace: a file to write the task
+    stream to (Chrome's trace format, as `kiln run --trace`)."""
     nodes = [x._a for x in arrays if isinstance(x, Array)]
     results = iter(
         _kiln.compute(
@@ -908,6 +915,7 @@ def compute(*arrays, device=None, threads=None, progress=False):
             device=device if device is not None else _config["device"],
             threads=threads if threads is not None else _config["threads"],
             progress=bool(progress),
+            trace="" if trace is None else str(trace),
         )
         if nodes
         else []
@@ -922,8 +930,40 @@ def persist(*arrays, **options):
 def explain(*arrays, kernels=False) -> str:
     """What ``kiln run --emit-ir`` prints for computing ``arrays``: the IR after each pass and
     the fusion summary (and with kernels=True, each newly planned kernel's IR and printed code).
-    It computes them once to find out."""
+    Plans without computing (the plan is cached for the compute that follows)."""
     return _kiln.explain([asarray(x)._a for x in arrays], device=_config["device"], kernels=kernels)
+
+
+def visualize(*arrays, filename=None) -> str:
+    """The fused graph of computing ``arrays`` (groups = kernels, with the reasons their
+    boundaries exist) as Graphviz DOT source, planned without computing. With ``filename``, also
+    written there: DOT for .dot/.gv, else rendered by Graphviz's ``dot`` (SVG, PNG, PDF by the
+    file's extension), which must be installed."""
+    import os
+    import subprocess
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "graph.dot")
+        _kiln.emit_dot([asarray(x)._a for x in arrays], path, _config["device"])
+        with open(path) as f:
+            dot = f.read()
+    if filename is not None:
+        filename = str(filename)
+        ext = os.path.splitext(filename)[1].lstrip(".").lower()
+        if ext in ("dot", "gv", ""):
+            with open(filename, "w") as f:
+                f.write(dot)
+        else:
+            try:
+                subprocess.run(["dot", f"-T{ext}", "-o", filename], input=dot, text=True,
+                               check=True, capture_output=True)
+            except FileNotFoundError:
+                raise RuntimeError(
+                    f"kiln.visualize: rendering {filename} needs Graphviz's `dot` (apt install "
+                    f"graphviz); the DOT source is returned and can be saved as .dot"
+                ) from None
+    return dot
 
 
 def stats() -> dict:

@@ -11,7 +11,7 @@ import warnings
 
 import numpy as np
 
-from . import _core, linalg
+from . import _array_api, _core, linalg
 
 # ---- ufuncs -------------------------------------------------------------------------------------
 
@@ -25,7 +25,11 @@ _UFUNCS.update({
     np.isinf: _core.isinf,
     np.logical_xor: _core.logical_xor,
     np.matmul: _core.matmul,
+    np.trunc: _array_api.trunc,
+    np.signbit: _array_api.signbit,
 })
+if hasattr(np, "vecdot"):  # a gufunc in NumPy 2
+    _UFUNCS[np.vecdot] = _array_api.vecdot
 _REDUCE = {
     np.add: _core.sum,
     np.multiply: _core.prod,
@@ -120,6 +124,26 @@ for _name in ("sum", "prod", "mean", "var", "std", "min", "max", "amin", "amax",
               "empty_like", "isclose", "allclose", "astype", "concat"):
     if hasattr(np, _name):
         _implements(getattr(np, _name), getattr(_core, _name))
+# The array API's functions under NumPy's signatures (positional axis, k, n).
+_implements(np.flip, lambda m, axis=None: _array_api.flip(m, axis=axis))
+_implements(np.roll, lambda a, shift, axis=None: _array_api.roll(a, shift, axis=axis))
+_implements(np.tril, lambda m, k=0: _array_api.tril(m, k=k))
+_implements(np.triu, lambda m, k=0: _array_api.triu(m, k=k))
+_implements(np.diff, lambda a, n=1, axis=-1, prepend=None, append=None: _array_api.diff(
+    a, n=n, axis=axis, prepend=prepend, append=append))
+_implements(np.count_nonzero, lambda a, axis=None, *, keepdims=False: _array_api.count_nonzero(
+    a, axis=axis, keepdims=keepdims))
+_implements(np.repeat, lambda a, repeats, axis=None: _array_api.repeat(a, repeats, axis=axis))
+def _meshgrid(*xi, copy=True, sparse=False, indexing="xy"):
+    if sparse:
+        raise TypeError("kiln: numpy.meshgrid(..., sparse=True) is not supported (use broadcasting)")
+    return _array_api.meshgrid(*xi, indexing=indexing)
+
+
+_implements(np.meshgrid, _meshgrid)
+for _name in ("tile", "broadcast_arrays", "unstack", "matrix_transpose"):
+    if hasattr(np, _name):
+        _implements(getattr(np, _name), getattr(_array_api, _name))
 for _name in ("qr", "svd", "svdvals", "cholesky", "solve", "inv", "det", "slogdet", "eigh",
               "lstsq", "norm"):
     if hasattr(np.linalg, _name):

@@ -397,15 +397,17 @@ NB_MODULE(_kiln, m) {
   m.def(
       "compute",
       [](const std::vector<Array>& arrays, std::optional<std::string> device, int threads,
-         bool progress) {
-        auto out = compute_released(arrays, compute_options(device, threads, progress));
+         bool progress, const std::string& trace) {
+        kiln::ComputeOptions o = compute_options(device, threads, progress);
+        o.trace_file = trace;
+        auto out = compute_released(arrays, o);
         nb::list results;
         for (const NDArray& a : out) results.append(to_numpy(a));
         return results;
       },
-      "arrays"_a, "device"_a = nb::none(), "threads"_a = 0, "progress"_a = false);
+      "arrays"_a, "device"_a = nb::none(), "threads"_a = 0, "progress"_a = false, "trace"_a = "");
   // What --emit-ir prints for computing `arrays` (the IR after each pass and the fusion summary),
-  // and the kernels planned, by computing them once.
+  // and the kernels planned (their IR and code): planned, not computed.
   m.def(
       "explain",
       [](const std::vector<Array>& arrays, std::optional<std::string> device, bool kernels) {
@@ -413,14 +415,17 @@ NB_MODULE(_kiln, m) {
         kiln::ComputeOptions o = compute_options(device, 0, false);
         o.ir = &ir;
         if (kernels) o.kernels = &code;
+        o.plan_only = true;
         compute_released(arrays, o);
         return ir.str() + code.str();
       },
       "arrays"_a, "device"_a = nb::none(), "kernels"_a = false);
-  m.def("emit_dot", [](const std::vector<Array>& arrays, const std::string& path) {
-    kiln::ComputeOptions o;
+  // The fused graph of computing `arrays`, as Graphviz DOT, written to `path` (planned only).
+  m.def("emit_dot", [](const std::vector<Array>& arrays, const std::string& path,
+                       std::optional<std::string> device) {
+    kiln::ComputeOptions o = compute_options(device, 0, false);
     o.dot_file = path;
-    o.progress = false;
+    o.plan_only = true;
     compute_released(arrays, o);
   });
   m.def("stats", [] {

@@ -448,10 +448,17 @@ def test_computes_release_the_gil_and_run_from_threads():
     assert sorted(results) == pytest.approx(sorted(a.sum() * s for s in range(1, 5)), rel=1e-12)
 
 
-def test_explain_shows_the_fused_plan():
+def test_explain_and_visualize_plan_without_computing(tmp_path):
     k = kiln.asarray(np.arange(100.0), chunks=25)
-    text = kiln.explain(np.sin(k) ** 2 + np.cos(k) ** 2)
-    assert "fus" in text.lower() and len(text) > 100
+    y = np.sin(k) ** 2 + np.cos(k) ** 2
+    computes = kiln.stats()["computes"]
+    text = kiln.explain(y, kernels=True)
+    assert "fus" in text.lower() and "sin" in text and len(text) > 100
+    dot = y.visualize(filename=tmp_path / "g.dot")
+    assert dot.startswith("digraph") and (tmp_path / "g.dot").read_text() == dot
+    assert kiln.stats()["computes"] == computes  # planned, not computed
+    np.testing.assert_allclose(y.compute(), np.ones(100), rtol=1e-15)
+    assert kiln.stats()["last_cached"]  # the plan explain() made
 
 
 def test_estimators_work_in_scikit_learns_pipeline_and_grid_search():
@@ -538,3 +545,51 @@ print("threads", before, len(os.listdir("/proc/self/task")))
     assert lines[3] == "after 6.0"
     _, before, after = lines[4].split()
     assert before == after  # the thread that ran the compute is gone
+
+
+def test_more_numpy_functions_dispatch_to_kiln():
+    a = data(np.float64, (9, 7))
+    k = kiln.asarray(a, chunks=(4, 3))
+    check(np.flip(k, axis=0), np.flip(a, axis=0), exact=True)
+    check(np.roll(k, 3, axis=1), np.roll(a, 3, axis=1), exact=True)
+    check(np.roll(k, -5), np.roll(a, -5), exact=True)
+    check(np.tril(k, -1), np.tril(a, -1), exact=True)
+    check(np.triu(k, 2), np.triu(a, 2), exact=True)
+    check(np.diff(k, axis=0), np.diff(a, axis=0), exact=True)
+    check(np.count_nonzero(k > 0, axis=1), np.count_nonzero(a > 0, axis=1), exact=True)
+    check(np.tile(k, (2, 1)), np.tile(a, (2, 1)), exact=True)
+    check(np.repeat(k, 3, axis=1), np.repeat(a, 3, axis=1), exact=True)
+    check(np.trunc(k), np.trunc(a), exact=True)
+    check(np.signbit(k), np.signbit(a), exact=True)
+    check(np.vecdot(k, k), np.vecdot(a, a))
+    check(np.matrix_transpose(k), np.matrix_transpose(a), exact=True)
+    xs, ys = np.meshgrid(kiln.arange(3), kiln.arange(4))
+    check(xs, np.meshgrid(np.arange(3), np.arange(4))[0], exact=True)
+
+
+def test_bad_input_from_python_is_an_exception_not_a_crash():
+    with pytest.raises(TypeError, match="unsupported dtype"):
+        kiln.asarray([1, "a"])
+    with pytest.raises(TypeError):
+        kiln.asarray(np.array([object(), 1], dtype=object))
+    with pytest.raises(TypeError):
+        kiln.asarray(object())
+    with pytest.raises((ValueError, TypeError)):
+        kiln.asarray(np.zeros((4, 4)), chunks=(-1, -2))
+    with pytest.raises(ValueError):
+        kiln.asarray(np.zeros((4, 4)), chunks=(2, 2, 2))
+    with pytest.raises(ValueError, match="regular"):
+        kiln.asarray(np.zeros(10), chunks=((3, 7),))
+    with pytest.raises(TypeError):
+        kiln.zeros("abc")
+    with pytest.raises(TypeError):
+        kiln.asarray(np.zeros(3)).reshape("x")
+    with pytest.raises(ValueError):
+        kiln.random.default_rng(-1)
+    # A NumPy array changed while a kiln expression reads it: NumPy's data, whichever values a
+    # block saw (Kiln reads lazily), never a crash.
+    a = np.ones((2000, 200))
+    k = kiln.asarray(a, chunks=(100, 200))
+    expr = (k * 2).sum()
+    a[:] = 3.0
+    assert float(expr) in (2 * a.size, 6 * a.size) or 2 * a.size <= float(expr) <= 6 * a.size

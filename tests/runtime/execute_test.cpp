@@ -3,6 +3,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstring>
+#include <sstream>
 #include <thread>
 
 #include "oracle.hpp"
@@ -244,4 +245,22 @@ TEST(Execute, ACancelledComputeStopsBetweenTasksAndKilnStaysUsable) {
   EXPECT_TRUE(threw);
   cancel = false;
   EXPECT_EQ(compute({(ones({100}, {10}) * 2).sum()}, o)[0].item<double>(), 200.0);
+}
+
+TEST(Execute, PlanOnlyPlansAndCachesWithoutComputing) {
+  Array x = random::Generator(9).uniform(0, 1, {300, 300}, {100, 100});
+  Array y = (sin(x) * 3 + 1).sum({1});
+  std::ostringstream ir;
+  ComputeOptions o;
+  o.plan_only = true;
+  o.ir = &ir;
+  int64_t computes = stats().computes;
+  std::vector<NDArray> none = compute({y}, o);
+  ASSERT_EQ(none.size(), 1u);
+  EXPECT_EQ(none[0].data(), nullptr);  // empty: nothing ran
+  EXPECT_EQ(stats().computes, computes);
+  EXPECT_NE(ir.str().find("fused"), std::string::npos) << ir.str();
+  NDArray r = y.compute();  // the plan made above
+  EXPECT_TRUE(stats().last_cached);
+  EXPECT_EQ(r.size(), 300);
 }

@@ -218,12 +218,8 @@ class Array:
     def numblocks(self) -> tuple:
         return tuple(len(c) for c in self._a.chunks)
 
-    @property
-    def npartitions(self) -> int:
-        n = 1
-        for b in self.numblocks:
-            n *= b
-        return n
+    # No `npartitions`: code written for Dask reads it to decide that it can call to_delayed()
+    # (dask-glm's admm), which a kiln array does not have.
 
     @property
     def device(self) -> str:
@@ -331,6 +327,40 @@ class Array:
 
     def __dlpack_device__(self):
         return (1, 0)  # kDLCPU: results are computed into host memory
+
+    # ---- Dask's collection protocol: dask.compute(x) and dask.persist(x) compute kiln arrays
+    # through Kiln (one task each), so code written for Dask arrays (dask-glm's solvers) runs on
+    # them; dask's own functions still do not take them as dask arrays. ----
+    def _dask_key(self):
+        return f"kiln-{id(self):x}"
+
+    def __dask_graph__(self):
+        return {self._dask_key(): (_compute_one, self)}
+
+    def __dask_keys__(self):
+        return [self._dask_key()]
+
+    def __dask_layers__(self):
+        return (self._dask_key(),)
+
+    def __dask_tokenize__(self):
+        return ("kiln.Array", self._dask_key())
+
+    @staticmethod
+    def __dask_optimize__(dsk, keys, **kwargs):
+        return dsk
+
+    @staticmethod
+    def __dask_scheduler__(dsk, keys, **kwargs):
+        from dask.local import get_sync  # Kiln computes in parallel itself
+
+        return get_sync(dsk, keys, **kwargs)
+
+    def __dask_postcompute__(self):
+        return _first, ()
+
+    def __dask_postpersist__(self):
+        return _from_persisted, (self._dask_key(), self.chunksize)
 
     # ---- NumPy's protocols ----
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
@@ -510,6 +540,18 @@ class Array:
 
     def argmax(self, axis=None, out=None, keepdims=False):
         return argmax(self, axis=axis, out=out, keepdims=keepdims)
+
+
+def _compute_one(x):
+    return x.compute()
+
+
+def _first(results):
+    return results[0]
+
+
+def _from_persisted(dsk, key, chunks, rename=None):
+    return asarray(dsk[key], chunks=chunks)
 
 
 def _normalize_axis(axis, ndim):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import html
+import math
 
 
 def _bytes(n: int) -> str:
@@ -20,7 +21,7 @@ def array_html(x) -> str:
     rows = [
         ("Bytes", _bytes(x.nbytes), _bytes(chunk_bytes)),
         ("Shape", str(x.shape), str(x.chunksize)),
-        ("Blocks", str(x.npartitions), f"{x.numblocks}"),
+        ("Blocks", str(math.prod(x.numblocks)), f"{x.numblocks}"),
         ("Type", str(x.dtype), "kiln lazy expression"),
     ]
     body = "".join(

@@ -46,7 +46,7 @@ def test_attributes_follow_the_array_and_its_blocks():
     assert k.shape == (100, 30) and k.ndim == 2 and k.size == 3000
     assert k.dtype == np.float32 and k.itemsize == 4 and k.nbytes == 12000
     assert k.chunks == ((40, 40, 20), (30,))
-    assert k.chunksize == (40, 30) and k.numblocks == (3, 1) and k.npartitions == 3
+    assert k.chunksize == (40, 30) and k.numblocks == (3, 1)
     assert k.T.shape == (30, 100) and k.mT.shape == (30, 100)
     assert len(k) == 100
     assert "shape=(100, 30)" in repr(k) and "float32" in repr(k)

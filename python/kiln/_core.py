@@ -225,6 +225,10 @@ class Array:
     def device(self) -> str:
         return _config["device"] or "cpu"
 
+    def to_device(self, device, /, *, stream=None):
+        _check_device(device)
+        return self
+
     @property
     def T(self) -> "Array":
         return self.transpose()
@@ -442,10 +446,11 @@ class Array:
         return _wrap(_kiln.unary("invert", self._a))
 
     def __setitem__(self, key, value):
-        raise TypeError(
-            "kiln arrays are immutable lazy expressions: build the changed array with "
-            "kiln.where(mask, value, x) or kiln.concatenate instead of assigning"
-        )
+        """x[key] = value as Dask arrays do: x takes a new expression (where(selected, value,
+        x)); arrays built from x before keep the old values (no views). _indexing.setitem."""
+        from ._indexing import setitem
+
+        self._a = setitem(self, key, value)._a
 
     # ---- indexing ----
     def __getitem__(self, key):
@@ -563,6 +568,15 @@ def _normalize_axis(axis, ndim):
 
 # ---- making arrays ------------------------------------------------------------------------------
 
+_DEVICES = (None, "cpu", "interp", "cuda-emu", "cuda")
+
+
+def _check_device(device):
+    """The array API's device= argument: a Kiln device name (where computes run is chosen by
+    kiln.config, not by the array)."""
+    if device not in _DEVICES:
+        raise ValueError(f"kiln: unknown device {device!r} (Kiln's: cpu, interp, cuda-emu, cuda)")
+
 
 def asarray(a, dtype=None, chunks="auto", *, copy=None, device=None):
     """A kiln array over ``a``: a kiln array (returned as is, or cast), a NumPy array or any
@@ -570,6 +584,7 @@ def asarray(a, dtype=None, chunks="auto", *, copy=None, device=None):
     C-contiguous in a dtype Kiln holds; Kiln then reads it lazily, so it must not change while
     anything computed from it is in use), or a Python scalar or nested list (copied).
     ``chunks`` is the block shape (Dask's chunks=(1000, 1000)), "auto" by default."""
+    _check_device(device)
     if isinstance(a, Array):
         out = a if dtype is None else a.astype(dtype, copy=False)
         return out if chunks == "auto" else out.rechunk(chunks)
@@ -615,7 +630,8 @@ def to_npy(path, a):
     _kiln.save_npy(str(path), asarray(a)._a)
 
 
-def full(shape, fill_value, dtype=None, chunks="auto"):
+def full(shape, fill_value, dtype=None, chunks="auto", *, device=None):
+    _check_device(device)
     shape = _shape_arg(shape)
     if dtype is None:
         if isinstance(fill_value, np.generic):
@@ -630,17 +646,17 @@ def full(shape, fill_value, dtype=None, chunks="auto"):
     return _wrap(_kiln.full(shape, value, _dtype_name(dtype), _chunks_arg(chunks, len(shape))))
 
 
-def zeros(shape, dtype=float, chunks="auto"):
-    return full(shape, 0, dtype, chunks)
+def zeros(shape, dtype=float, chunks="auto", *, device=None):
+    return full(shape, 0, float if dtype is None else dtype, chunks, device=device)
 
 
-def ones(shape, dtype=float, chunks="auto"):
-    return full(shape, 1, dtype, chunks)
+def ones(shape, dtype=float, chunks="auto", *, device=None):
+    return full(shape, 1, float if dtype is None else dtype, chunks, device=device)
 
 
-def empty(shape, dtype=float, chunks="auto"):
+def empty(shape, dtype=float, chunks="auto", *, device=None):
     """As zeros: Kiln has no uninitialized memory to hand out."""
-    return full(shape, 0, dtype, chunks)
+    return full(shape, 0, float if dtype is None else dtype, chunks, device=device)
 
 
 def _like(a, dtype, shape, chunks):
@@ -652,31 +668,37 @@ def _like(a, dtype, shape, chunks):
     return shape, dtype, chunks
 
 
-def full_like(a, fill_value, dtype=None, chunks="auto", shape=None):
+def full_like(a, fill_value, dtype=None, chunks="auto", shape=None, *, device=None):
+    _check_device(device)
     shape, dtype, chunks = _like(a, dtype, shape, chunks)
     return full(shape, fill_value, dtype, chunks)
 
 
-def zeros_like(a, dtype=None, chunks="auto", shape=None):
+def zeros_like(a, dtype=None, chunks="auto", shape=None, *, device=None):
+    _check_device(device)
     return full_like(a, 0, dtype, chunks, shape)
 
 
-def ones_like(a, dtype=None, chunks="auto", shape=None):
+def ones_like(a, dtype=None, chunks="auto", shape=None, *, device=None):
+    _check_device(device)
     return full_like(a, 1, dtype, chunks, shape)
 
 
-def empty_like(a, dtype=None, chunks="auto", shape=None):
+def empty_like(a, dtype=None, chunks="auto", shape=None, *, device=None):
+    _check_device(device)
     return full_like(a, 0, dtype, chunks, shape)
 
 
-def arange(start, stop=None, step=1, dtype=None, chunks="auto"):
+def arange(start, stop=None, step=1, dtype=None, chunks="auto", *, device=None):
+    _check_device(device)
     if stop is None:
         start, stop = 0, start
     out = _wrap(_kiln.arange(start, stop, step, _chunks_arg(chunks, 1)))
     return out if dtype is None else out.astype(dtype, copy=False)
 
 
-def linspace(start, stop, num=50, endpoint=True, dtype=None, chunks="auto"):
+def linspace(start, stop, num=50, endpoint=True, dtype=None, chunks="auto", *, device=None):
+    _check_device(device)
     out = _wrap(_kiln.linspace(float(start), float(stop), int(num), bool(endpoint), _chunks_arg(chunks, 1)))
     return out if dtype is None else out.astype(dtype, copy=False)
 

@@ -224,9 +224,28 @@ def test_indexing_errors_are_numpys():
         k[[0, 2]]
     with pytest.raises(ValueError, match="step cannot be zero"):
         k[::0]
-    with pytest.raises(TypeError, match="immutable"):
-        k[0] = 1
+    with pytest.raises(TypeError, match="kiln.where"):
+        k[k > 0] = np.ones((4, 5))
+    with pytest.raises(IndexError, match="integer-array"):
+        k[[0, 1]] = 1
 
+
+def test_assignment_follows_numpy_without_views():
+    a = np.arange(24.0).reshape(4, 6)
+    cases = [((slice(1, 3), slice(None, None, 2)), -1), (2, 7.5), (a > 10, 0.0),
+             ((slice(None, None, -1), slice(1, 4)), np.arange(3.0)), ((Ellipsis, 0), np.arange(4.0)),
+             ((1, slice(4, 1, -1)), np.array([9.0, 8, 7])), ((slice(0, 2),), np.float32(2.5))]
+    for key, value in cases:
+        want = a.copy()
+        want[key] = value
+        k = kiln.asarray(a, chunks=(3, 4))
+        before = k * 1  # built before the assignment: keeps the old values (no views)
+        k[key] = value
+        check(k, want, exact=True)
+        check(before, a, exact=True)
+    i = kiln.asarray(np.arange(5))
+    i[1:3] = 2.7  # cast to the array's dtype, as NumPy does
+    check(i, np.array([0, 2, 2, 3, 4]), exact=True)
 
 def test_structure_functions():
     a, b = data(np.float64, (6, 4)), data(np.float64, (6, 4))

@@ -46,6 +46,11 @@ suite=()
   suite=(-E "^($single)\\.|^GlmEstimators\\.ConvergedMeansTheGradientRuleHolds\$")
 timed "the $preset suite" ctest --preset "$preset" "${suite[@]}"
 if [ "$preset" = release ]; then
+  # The differential fuzzer's NumPy text run on kiln arrays through the Python package (NEP 13/18),
+  # compared with the C++ API's results: a slice of 150 cases of another seed than the suite's.
+  echo "test.sh: the fuzzer through the Python layer (KILN_FUZZ_PYTHON=1, seed 2, 150 cases)"
+  KILN_FUZZ_PYTHON=1 KILN_FUZZ_SEED=2 KILN_FUZZ_COUNT=150 timed "the Python fuzz slice" \
+    ctest --preset release -R '^Fuzz\.NumPyDifferential$'
   host="$(build/release/kiln run diamond --size 100 --chunk 50 --json)"
   case "$host" in
     *AVX-512*) narrower=x86-64-v3 others="x86-64-v2"

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import builtins
 import contextlib
+import math
 import numbers
 import operator
 import warnings
@@ -136,16 +137,21 @@ def _shape_arg(shape):
     return [operator.index(s) for s in shape]
 
 
-def _chunks_arg(chunks, ndim):
-    """Dask's chunks: a block shape (tuple of ints), one int for every dim, "auto" or None."""
-    if chunks is None or chunks == "auto":
+def _chunks_arg(chunks, shape):
+    """Dask's chunks for an array of `shape` -> Kiln's block shape: a tuple with an int per dim
+    (-1 or None: the whole dim), one int for every dim, "auto" or None (Kiln picks)."""
+    ndim = len(shape)
+    if chunks is None or (isinstance(chunks, str) and chunks == "auto"):
         return []
     if isinstance(chunks, numbers.Integral):
-        return [int(chunks)] * ndim
+        chunks = (int(chunks),) * ndim
     if isinstance(chunks, dict):
         raise TypeError("kiln: chunks as a dict is not supported; give the block shape, e.g. (1000, 1000)")
+    if isinstance(chunks, str) or len(chunks) != ndim:
+        raise ValueError(f"kiln: chunks {chunks!r} for an array of {ndim} dims (give one block "
+                         f"size per dim, -1 for a whole dim)")
     out = []
-    for c in chunks:
+    for c, n in zip(chunks, shape):
         if isinstance(c, (tuple, list)):
             sizes = set(c[:-1]) if len(c) > 1 else set(c)
             if len(sizes) != 1 or (len(c) > 1 and c[-1] > c[0]):
@@ -155,9 +161,15 @@ def _chunks_arg(chunks, ndim):
                 )
             out.append(int(c[0]))
         elif c is None or c == -1:
+            out.append(builtins.max(int(n), 1))
+        elif isinstance(c, str) and c == "auto":
             out.append(0)
         else:
-            out.append(operator.index(c))
+            c = operator.index(c)
+            if c <= 0:
+                raise ValueError(f"kiln: chunks {tuple(chunks)}: a block size must be positive "
+                                 f"(-1: the whole dim)")
+            out.append(c)
     return out
 
 
@@ -494,7 +506,7 @@ class Array:
     def rechunk(self, chunks="auto"):
         """New block shape (Dask's rechunk with regular chunks): a tuple of ints, one int for
         every dim, -1 or None for a whole dim."""
-        block = _chunks_arg(chunks, self.ndim)
+        block = _chunks_arg(chunks, self.shape)
         block = [self.shape[i] if b == 0 else b for i, b in enumerate(block)] if block else []
         return _wrap(self._a.rechunk(block))
 
@@ -611,7 +623,7 @@ def asarray(a, dtype=None, chunks="auto", *, copy=None, device=None):
         if copy is False:
             raise ValueError("kiln.asarray: copy=False, but the array is not C-contiguous")
         arr = np.ascontiguousarray(arr)
-    return _wrap(_kiln.from_host(arr, _chunks_arg(chunks, arr.ndim)))
+    return _wrap(_kiln.from_host(arr, _chunks_arg(chunks, arr.shape)))
 
 
 def from_array(x, chunks="auto"):
@@ -622,7 +634,8 @@ def from_array(x, chunks="auto"):
 def from_npy(path, chunks="auto"):
     """An .npy file, memory-mapped and read lazily by the kernels that touch it (the file must
     stay as it is while the array is in use)."""
-    return _wrap(_kiln.load_npy(str(path), _chunks_arg(chunks, 0) if chunks != "auto" else []))
+    shape = np.load(str(path), mmap_mode="r").shape if chunks != "auto" else ()
+    return _wrap(_kiln.load_npy(str(path), _chunks_arg(chunks, shape)))
 
 
 def to_npy(path, a):
@@ -643,7 +656,7 @@ def full(shape, fill_value, dtype=None, chunks="auto", *, device=None):
         else:
             dtype = np.float64
     value = fill_value.item() if isinstance(fill_value, np.generic) else fill_value
-    return _wrap(_kiln.full(shape, value, _dtype_name(dtype), _chunks_arg(chunks, len(shape))))
+    return _wrap(_kiln.full(shape, value, _dtype_name(dtype), _chunks_arg(chunks, shape)))
 
 
 def zeros(shape, dtype=float, chunks="auto", *, device=None):
@@ -693,13 +706,17 @@ def arange(start, stop=None, step=1, dtype=None, chunks="auto", *, device=None):
     _check_device(device)
     if stop is None:
         start, stop = 0, start
-    out = _wrap(_kiln.arange(start, stop, step, _chunks_arg(chunks, 1)))
+    if builtins.all(isinstance(v, numbers.Integral) for v in (start, stop, step)):
+        n = len(range(start, stop, step))
+    else:
+        n = builtins.max(0, math.ceil((stop - start) / step))
+    out = _wrap(_kiln.arange(start, stop, step, _chunks_arg(chunks, [n])))
     return out if dtype is None else out.astype(dtype, copy=False)
 
 
 def linspace(start, stop, num=50, endpoint=True, dtype=None, chunks="auto", *, device=None):
     _check_device(device)
-    out = _wrap(_kiln.linspace(float(start), float(stop), int(num), bool(endpoint), _chunks_arg(chunks, 1)))
+    out = _wrap(_kiln.linspace(float(start), float(stop), int(num), bool(endpoint), _chunks_arg(chunks, [int(num)])))
     return out if dtype is None else out.astype(dtype, copy=False)
 
 
@@ -1127,5 +1144,5 @@ __all__ = [
     n
     for n in list(globals())
     if not n.startswith("_")
-    and n not in ("annotations", "builtins", "contextlib", "numbers", "operator", "warnings", "np")
+    and n not in ("annotations", "builtins", "contextlib", "math", "numbers", "operator", "warnings", "np")
 ]

@@ -51,13 +51,13 @@ class Generator:
 
     def uniform(self, low=0.0, high=1.0, size=None, dtype=np.float64, chunks="auto"):
         shape = _size(size) or [1]
-        node = self._g.uniform(float(low), float(high), shape, _core._chunks_arg(chunks, len(shape)),
+        node = self._g.uniform(float(low), float(high), shape, _core._chunks_arg(chunks, shape),
                                _core._dtype_name(dtype))
         return self._wrap(node, size)
 
     def normal(self, loc=0.0, scale=1.0, size=None, chunks="auto"):
         shape = _size(size) or [1]
-        return self._wrap(self._g.normal(float(loc), float(scale), shape, _core._chunks_arg(chunks, len(shape))), size)
+        return self._wrap(self._g.normal(float(loc), float(scale), shape, _core._chunks_arg(chunks, shape)), size)
 
     def standard_normal(self, size=None, dtype=np.float64, chunks="auto"):
         out = self.normal(0.0, 1.0, size, chunks=chunks)
@@ -68,7 +68,7 @@ class Generator:
             low, high = 0, low
         high = int(high) + (1 if endpoint else 0)
         shape = _size(size) or [1]
-        node = self._g.integers(int(low), high, shape, _core._chunks_arg(chunks, len(shape)),
+        node = self._g.integers(int(low), high, shape, _core._chunks_arg(chunks, shape),
                                 _core._dtype_name(dtype))
         return self._wrap(node, size)
 

@@ -20,6 +20,12 @@
 //                      functions also run with KILN_PRECISE_MATH's glibc functions, see below)
 //   KILN_FUZZ_AVOID_KNOWN=0|1  steer around known, unfixed Kiln bugs (default 1 for the fixed
 //                      slice, 0 when KILN_FUZZ_COUNT is set): kfuzz::Options::avoid_known_bugs
+//   KILN_FUZZ_PYTHON=1  the reference side runs the same NumPy text on kiln arrays (the Python
+//                      package in <build>/python: inputs wrapped by kiln.asarray with the case's
+//                      block shapes), so NumPy's functions and operators reach Kiln through
+//                      NEP 13/18 and the results are compared with the C++ API's within the same
+//                      bounds (an exception there is a numpy-error finding). Python.fuzz in
+//                      scripts/test.sh runs a slice of it.
 // The run ends with a summary line and the findings per category (kiln-build-error: a
 // kiln::Error or a shape other than NumPy's while building; kiln-compute-error; numpy-error;
 // dtype; shape; values; threads-not-bitwise; fusion-not-bitwise[-nan-sign]) with case indices.
@@ -186,11 +192,27 @@ NumpyRun load_result(const std::string& dir, size_t c, size_t r) {
 }
 
 // Evaluates every root of every case in one Python process.
-std::vector<std::vector<NumpyRun>> run_numpy(const std::vector<Case>& cases, bool keep) {
+// The Python package beside the kiln command's build (KILN_FUZZ_PYTHON).
+std::string python_package_dir() {
+  return std::filesystem::path(kt::kiln_cli()).parent_path().string() + "/python";
+}
+
+// Python's chunks= for an input's block shape (0 in a dim: the whole dim, -1; none: "auto").
+std::string chunks_arg(const kiln::Shape& block) {
+  if (block.empty()) return "'auto'";
+  std::string s = "(";
+  for (int64_t b : block) s += (b == 0 ? std::string("-1") : std::to_string(b)) + ", ";
+  return s + ")";
+}
+
+std::vector<std::vector<NumpyRun>> run_numpy(const std::vector<Case>& cases, bool keep,
+                                             bool python_layer) {
   static int counter = 0;
   std::string dir = kt::tmpdir() + "/fuzz" + std::to_string(counter++);
   std::filesystem::create_directories(dir);
   std::ostringstream py;
+  if (python_layer)
+    py << "import sys\nsys.path.insert(0, '" << python_package_dir() << "')\nimport kiln\n";
   py << "import numpy as np, warnings\n"
      << "warnings.simplefilter('ignore')\n"
      << "np.seterr(all='ignore')\n"
@@ -206,7 +228,11 @@ std::vector<std::vector<NumpyRun>> run_numpy(const std::vector<Case>& cases, boo
     for (const auto& in : cases[c].inputs) {
       std::string path = dir + "/c" + std::to_string(c) + "_" + in.name + ".npy";
       in.data.save_npy(path);
-      py << "    " << in.name << " = np.load('" << path << "')\n";
+      if (python_layer)
+        py << "    " << in.name << " = kiln.asarray(np.load('" << path
+           << "'), chunks=" << chunks_arg(in.block) << ")\n";
+      else
+        py << "    " << in.name << " = np.load('" << path << "')\n";
     }
     for (size_t r = 0; r < cases[c].roots.size(); ++r)
       py << "    run(" << c << ", " << r << ", lambda: " << cases[c].roots[r].np << ")\n";
@@ -364,7 +390,7 @@ struct Finding {
 struct Campaign {
   uint64_t seed;
   int64_t first, count, batch;
-  bool verbose, keep, precise, avoid_known_bugs;
+  bool verbose, keep, precise, avoid_known_bugs, python_layer = false;
   int64_t max_reports;
   std::vector<Finding> findings;
   int64_t cases_run = 0, roots_run = 0, exact_roots = 0;
@@ -505,7 +531,7 @@ struct Campaign {
         cases.push_back(std::move(c));
       }
       g_have_case = 0;
-      auto np = run_numpy(cases, keep);
+      auto np = run_numpy(cases, keep, python_layer);
       for (size_t k = 0; k < cases.size(); ++k) {
         check(cases[k], kiln_runs[k], np[k]);
         for (const auto& in : cases[k].inputs)
@@ -574,5 +600,8 @@ TEST(Fuzz, NumPyDifferential) {
   // turns the avoidance on.
   c.avoid_known_bugs = env_int("KILN_FUZZ_AVOID_KNOWN", 0) != 0;
   c.max_reports = env_int("KILN_FUZZ_REPORTS", 25);
+  c.python_layer = env_int("KILN_FUZZ_PYTHON", 0) != 0;
+  if (c.python_layer && !std::filesystem::exists(python_package_dir() + "/kiln/__init__.py"))
+    GTEST_SKIP() << "no Python package at " << python_package_dir() << " (KILN_PYTHON off)";
   c.run();
 }

@@ -111,7 +111,12 @@ def _operand(x):
 
 
 def _wrap(a) -> "Array":
-    return Array(a)
+    out = _new_array(Array)  # (Array's constructor checks its argument; this is Kiln's own)
+    out._a = a
+    return out
+
+
+_new_array = object.__new__
 
 
 def _axes(axis, ndim):
@@ -398,6 +403,10 @@ class Array:
 
     # ---- operators ----
     def _binary(self, name, other, reflected=False):
+        t = type(other)
+        if t is Array or t is float or t is int or t is bool:  # the common cases, directly
+            o = other._a if t is Array else other
+            return _wrap(_kiln.binary(name, o, self._a) if reflected else _kiln.binary(name, self._a, o))
         if not (isinstance(other, (Array, np.ndarray, np.generic)) or _is_python_scalar(other)):
             return NotImplemented
         a, b = (other, self) if reflected else (self, other)

@@ -11,15 +11,14 @@
 #include <nanobind/stl/tuple.h>
 #include <nanobind/stl/vector.h>
 
+#include <signal.h>
+
 #include <atomic>
-#include <chrono>
-#include <future>
 #include <map>
 #include <memory>
-#include <mutex>
+#include <optional>
 #include <sstream>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "kiln/glm.hpp"
@@ -185,68 +184,95 @@ kiln::ComputeOptions compute_options(const std::optional<std::string>& device, i
   return o;
 }
 
-// kiln::stats()'s figures of the last compute, which Kiln keeps per thread: those of the thread
-// that ran the Python program's last compute.
-std::mutex g_last_mu;
-kiln::Stats g_last;
+// Ctrl-C during a compute on Python's main thread. Python's SIGINT handler only trips a flag that
+// the main thread checks when it runs Python code again, which a long compute would postpone to
+// its end; so while Kiln computes there, a handler of Kiln's sets the compute's cancel flag and
+// then calls Python's. The compute stops before its next task, and the KeyboardInterrupt Python
+// recorded is raised when it returns.
+std::atomic<std::atomic<bool>*> g_sigint_cancel{nullptr};
+struct sigaction g_python_sigint;
 
-bool on_python_main_thread() {
-  // Never released: a static's destructor would run after Python's finalization.
-  static nb::handle threading = nb::module_::import_("threading").release();
-  return threading.attr("current_thread")().is(threading.attr("main_thread")());
+extern "C" void kiln_on_sigint(int sig, siginfo_t* info, void* context) {
+  if (std::atomic<bool>* cancel = g_sigint_cancel.load()) cancel->store(true);
+  if (g_python_sigint.sa_flags & SA_SIGINFO)
+    g_python_sigint.sa_sigaction(sig, info, context);
+  else if (g_python_sigint.sa_handler != SIG_DFL && g_python_sigint.sa_handler != SIG_IGN)
+    g_python_sigint.sa_handler(sig);
 }
 
-// Runs `run(options)`, a Kiln call that computes (and may take long), without the GIL. On
-// Python's main thread it runs on a thread of its own while this one checks Python's signals
-// every 50 ms: on Ctrl-C (any signal handler that raises) it sets options.cancel, waits for Kiln
-// to stop (tasks already running finish; nothing leaks) and raises KeyboardInterrupt. Elsewhere
-// (no signals reach other threads) it runs here.
+// Python's own SIGINT handling is in place: signal.default_int_handler, which raises
+// KeyboardInterrupt (a program with a handler of its own decides for itself what Ctrl-C means).
+bool python_raises_on_sigint() {
+  static nb::handle signal_module = nb::module_::import_("signal").release();
+  nb::object handler = signal_module.attr("getsignal")(SIGINT);
+  return handler.is(signal_module.attr("default_int_handler"));
+}
+
+// Installs kiln_on_sigint for its lifetime where Python raises KeyboardInterrupt on SIGINT (not
+// where the program ignores it, left the default that ends the process, or handles it itself).
+// Called with the GIL held.
+class SigintCancels {
+ public:
+  explicit SigintCancels(std::atomic<bool>* cancel) {
+    if (!python_raises_on_sigint()) return;
+    if (sigaction(SIGINT, nullptr, &g_python_sigint) != 0) return;
+    bool plain = !(g_python_sigint.sa_flags & SA_SIGINFO);
+    if (plain && (g_python_sigint.sa_handler == SIG_DFL || g_python_sigint.sa_handler == SIG_IGN))
+      return;
+    g_sigint_cancel = cancel;
+    struct sigaction ours {};
+    ours.sa_sigaction = kiln_on_sigint;
+    ours.sa_flags = SA_SIGINFO | (g_python_sigint.sa_flags & SA_RESTART);
+    sigemptyset(&ours.sa_mask);
+    active_ = sigaction(SIGINT, &ours, nullptr) == 0;
+  }
+  ~SigintCancels() {
+    if (!active_) return;
+    sigaction(SIGINT, &g_python_sigint, nullptr);
+    g_sigint_cancel = nullptr;
+  }
+  SigintCancels(const SigintCancels&) = delete;
+  SigintCancels& operator=(const SigintCancels&) = delete;
+
+ private:
+  bool active_ = false;
+};
+
+bool on_python_main_thread() {
+  static const unsigned long main_ident = [] {
+    nb::object threading = nb::module_::import_("threading");
+    return nb::cast<unsigned long>(threading.attr("main_thread")().attr("ident"));
+  }();
+  return PyThread_get_thread_ident() == main_ident;
+}
+
+// Runs `run(options)`, a Kiln call that computes (and may take long), without the GIL; on
+// Python's main thread with Ctrl-C setting options.cancel (SigintCancels): then the pending
+// KeyboardInterrupt is raised once Kiln has stopped (tasks already running finish; nothing
+// leaks), whether the compute failed as cancelled or had already finished.
 template <class F>
 auto interruptible(kiln::ComputeOptions options, F run) -> decltype(run(options)) {
   using R = decltype(run(options));
-  auto body = [&options, &run]() -> R {
-    R r = run(options);
-    std::lock_guard<std::mutex> lock(g_last_mu);
-    g_last = kiln::stats();
-    return r;
-  };
   if (!on_python_main_thread()) {
     nb::gil_scoped_release release;
-    return body();
+    return run(options);
   }
   std::atomic<bool> cancel{false};
   options.cancel = &cancel;
-  std::packaged_task<R()> task(body);
-  std::future<R> done = task.get_future();
-  std::thread worker;
+  std::optional<R> result;
+  std::exception_ptr error;
   {
+    SigintCancels guard(&cancel);
     nb::gil_scoped_release release;
-    worker = std::thread(std::move(task));
-  }
-  for (;;) {
-    {
-      nb::gil_scoped_release release;
-      if (done.wait_for(std::chrono::milliseconds(50)) == std::future_status::ready) break;
-    }
-    if (PyErr_CheckSignals() != 0) {  // KeyboardInterrupt (or the handler's exception) is set
-      cancel = true;
-      {
-        nb::gil_scoped_release release;
-        worker.join();
-      }
-      nb::python_error interrupted;  // takes the pending exception
-      try {
-        done.get();
-      } catch (...) {  // "compute: cancelled", or whatever failed meanwhile
-      }
-      throw interrupted;
+    try {
+      result.emplace(run(options));
+    } catch (...) {
+      error = std::current_exception();
     }
   }
-  {
-    nb::gil_scoped_release release;
-    worker.join();
-  }
-  return done.get();  // the result, or Kiln's error
+  if (cancel.load() && PyErr_CheckSignals() != 0) throw nb::python_error();
+  if (error) std::rethrow_exception(error);
+  return std::move(*result);
 }
 
 std::vector<NDArray> compute_released(const std::vector<Array>& arrays,
@@ -438,14 +464,6 @@ NB_MODULE(_kiln, m) {
     d["kernels_compiled"] = s.kernels_compiled;
     d["kernels_from_disk"] = s.kernels_from_disk;
     d["compile_seconds"] = s.compile_seconds;
-    {
-      std::lock_guard<std::mutex> lock(g_last_mu);  // the last compute's, on whichever thread
-      s.last_cached = g_last.last_cached;
-      s.last_tasks = g_last.last_tasks;
-      s.last_kernels = g_last.last_kernels;
-      s.last_peak_bytes = g_last.last_peak_bytes;
-      s.last_seconds = g_last.last_seconds;
-    }
     d["last_cached"] = s.last_cached;
     d["last_tasks"] = s.last_tasks;
     d["last_kernels"] = s.last_kernels;

@@ -834,18 +834,19 @@ def any(a, axis=None, out=None, keepdims=False):
     return _reduce("any", a, axis, None, out, keepdims)
 
 
-def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, correction=None):
-    _no_out("var", out)
+def _moment(fn, a, axis, dtype, out, ddof, keepdims, correction):
+    _no_out(fn, out)
     x = asarray(a) if dtype is None else asarray(a).astype(dtype)
     ddof = int(correction if correction is not None else ddof)
-    return _wrap(x._a.var(_axes(axis, x.ndim), bool(keepdims), ddof))
+    return _wrap(getattr(x._a, fn)(_axes(axis, x.ndim), bool(keepdims), ddof))
+
+
+def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, correction=None):
+    return _moment("var", a, axis, dtype, out, ddof, keepdims, correction)
 
 
 def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, correction=None):
-    _no_out("std", out)
-    x = asarray(a) if dtype is None else asarray(a).astype(dtype)
-    ddof = int(correction if correction is not None else ddof)
-    return _wrap(x._a.std(_axes(axis, x.ndim), bool(keepdims), ddof))
+    return _moment("std", a, axis, dtype, out, ddof, keepdims, correction)
 
 
 def argmin(a, axis=None, out=None, *, keepdims=False):

@@ -545,10 +545,11 @@ struct Campaign {
       if (entry.first++ < 12) entry.second += " " + std::to_string(f.index);
     }
     std::printf(
-        "kiln fuzz: seed %llu, cases %lld..%lld%s: %lld cases, %lld roots (%lld exact), %zu "
+        "kiln fuzz: seed %llu, cases %lld..%lld%s%s: %lld cases, %lld roots (%lld exact), %zu "
         "findings, %lld NaN-sign-only differences\n",
         static_cast<unsigned long long>(seed), static_cast<long long>(first),
         static_cast<long long>(first + count - 1), avoid_known_bugs ? " (avoiding known bugs)" : "",
+        python_layer ? " (the NumPy text run on kiln arrays through Python)" : "",
         static_cast<long long>(cases_run), static_cast<long long>(roots_run),
         static_cast<long long>(exact_roots), findings.size(),
         static_cast<long long>(nan_sign_differences));

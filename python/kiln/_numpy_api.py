@@ -95,7 +95,8 @@ def array_ufunc(ufunc, method, inputs, kwargs):
     if method == "reduce" and ufunc in _REDUCE:
         axis = kwargs.pop("axis", 0)
         keepdims = kwargs.pop("keepdims", False)
-        kwargs.pop("initial", None) if kwargs.get("initial", np._NoValue) is np._NoValue else None
+        if kwargs.get("initial", np._NoValue) is np._NoValue:  # not given: drop NumPy's marker
+            kwargs.pop("initial", None)
         if kwargs:
             return _fallback(f"numpy.{ufunc.__name__}.reduce with {sorted(kwargs)}",
                              getattr(ufunc, method), inputs, kwargs)

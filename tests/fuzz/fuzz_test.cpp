@@ -24,8 +24,8 @@
 //                      package in <build>/python: inputs wrapped by kiln.asarray with the case's
 //                      block shapes), so NumPy's functions and operators reach Kiln through
 //                      NEP 13/18 and the results are compared with the C++ API's within the same
-//                      bounds (an exception there is a numpy-error finding). Python.fuzz in
-//                      scripts/test.sh runs a slice of it.
+//                      bounds (an exception there is a numpy-error finding). scripts/test.sh
+//                      runs a slice of it ("the Python fuzz slice").
 // The run ends with a summary line and the findings per category (kiln-build-error: a
 // kiln::Error or a shape other than NumPy's while building; kiln-compute-error; numpy-error;
 // dtype; shape; values; threads-not-bitwise; fusion-not-bitwise[-nan-sign]) with case indices.

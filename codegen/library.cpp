@@ -266,7 +266,8 @@ Workspace<T> column_major(LinalgFn f, const MatrixRef& m, int64_t ld, int64_t co
   auto* p = static_cast<T*>(page_alloc(n * sizeof(T)));
   if (!p)
     throw Error("linalg." + op_name(f) + ": out of memory for a " + std::to_string(n * sizeof(T)) +
-                "-byte LAPACK workspace");
+                    "-byte LAPACK workspace",
+                ErrorKind::Memory);
   Workspace<T> w{std::unique_ptr<T[], FreeWorkspace>(p, FreeWorkspace{n * sizeof(T)})};
   if (ld > m.rows || cols > m.cols) std::fill_n(w.data(), n, T(0));
   checked_copy(f, m, w.data(), 1, ld);

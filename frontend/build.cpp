@@ -98,12 +98,14 @@ NodeRef scalar_node(const std::string& op, const Scalar& s, DType t) {
 NodeRef cast_node(const NodeRef& a, DType t) {
   if (a->dtype == t) return a;
   if (a->op == Op::Scalar) return scalar_node(t, is_float(a->dtype), a->attrs.f, a->attrs.i);
-  return ctx().make(Op::Cast, t, a->shape, a->chunks, {a});
+  static const Attrs none;
+  return ctx().intern({Op::Cast, t, a->shape, a->chunks, &a, 1, none});
 }
 
 NodeRef broadcast_node(const NodeRef& a, const Shape& shape, const Chunks& chunks) {
   if (a->shape == shape) return a;
-  return ctx().make(Op::Broadcast, a->dtype, shape, chunks, {a});
+  static const Attrs none;
+  return ctx().intern({Op::Broadcast, a->dtype, shape, chunks, &a, 1, none});
 }
 
 Shape broadcast_shapes(const std::string& op, const Shape& a, const Shape& b) {

@@ -159,8 +159,9 @@ Array Generator::make(RandomKind kind, const Shape& shape, const Shape& chunks, 
 Array Generator::uniform(double low, double high, const Shape& shape, const Shape& chunks,
                          DType dtype) {
   if (!is_float(dtype))
-    throw Error(std::string("random.uniform: dtype must be float32 or float64, got ") +
-                dtype_name(dtype));
+    throw Error(
+        std::string("random.uniform: dtype must be float32 or float64, got ") + dtype_name(dtype),
+        ErrorKind::Type);
   if (!std::isfinite(low) || !std::isfinite(high) || !std::isfinite(high - low))
     throw Error("random.uniform: low, high and high - low must be finite, got low " +
                 std::to_string(low) + ", high " + std::to_string(high));
@@ -201,8 +202,9 @@ Array Generator::integers(int64_t low, int64_t high, const Shape& shape, const S
     throw Error("random.integers: expected low < high, got low " + std::to_string(low) + ", high " +
                 std::to_string(high));
   if (!is_int(dtype))
-    throw Error(std::string("random.integers: dtype must be int32 or int64, got ") +
-                dtype_name(dtype));
+    throw Error(
+        std::string("random.integers: dtype must be int32 or int64, got ") + dtype_name(dtype),
+        ErrorKind::Type);
   if (dtype == DType::Int32 && (low < INT32_MIN || high - 1 > INT32_MAX))
     throw Error("random.integers: low " + std::to_string(low) + " and high " +
                 std::to_string(high) + " must lie within int32's range for dtype int32");

@@ -39,19 +39,21 @@ bool is_bitwise(BinaryFn f) {
 // The dtypes an operation refuses, as NumPy does (float bitwise ops) or where NumPy's result
 // dtype (int8 for bool // bool, bool % bool, bool ** bool and bool << bool) does not exist in Kiln.
 void check_operand_types(BinaryFn f, DType a, DType b, DType ct) {
-  std::string op = binary_name(f);
-  std::string operands = std::string(" (operands ") + dtype_name(a) + ", " + dtype_name(b) + ")";
+  auto refuse = [&](const std::string& what, const std::string& advice) {
+    throw Error(std::string(binary_name(f)) + ": " + what + " (operands " + dtype_name(a) + ", " +
+                    dtype_name(b) + ")" + advice,
+                ErrorKind::Type);
+  };
   if (f == BinaryFn::Sub && ct == DType::Bool)
-    throw Error("subtract: boolean subtract is not supported" + operands +
-                "; use logical_xor-style expressions or astype(int)");
-  if (is_bitwise(f) && is_float(ct))
-    throw Error(op + ": only integer and bool operands are supported" + operands);
+    refuse("boolean subtract is not supported",
+           "; use logical_xor-style expressions or astype(int)");
+  if (is_bitwise(f) && is_float(ct)) refuse("only integer and bool operands are supported", "");
   bool shift = f == BinaryFn::LeftShift || f == BinaryFn::RightShift;
   bool int8_in_numpy = shift || f == BinaryFn::FloorDiv || f == BinaryFn::Mod ||
                        f == BinaryFn::FMod || f == BinaryFn::Pow;
   if (int8_in_numpy && ct == DType::Bool)
-    throw Error(op + ": bool operands are not supported" + operands +
-                " (NumPy gives int8, which Kiln lacks); use astype(int32) first");
+    refuse("bool operands are not supported",
+           " (NumPy gives int8, which Kiln lacks); use astype(int32) first");
 }
 
 Array make_binary(BinaryFn f, NodeRef a, NodeRef b, DType promoted) {
@@ -64,7 +66,8 @@ Array make_binary(BinaryFn f, NodeRef a, NodeRef b, DType promoted) {
   b = broadcast_node(cast_node(b, ct), shape, chunks);
   Attrs attrs;
   attrs.ints = {static_cast<int64_t>(f)};
-  return Array(ctx().make(Op::Binary, result_type(f, ct), shape, chunks, {a, b}, attrs));
+  return Array(ctx().make(Op::Binary, result_type(f, ct), std::move(shape), std::move(chunks),
+                          {std::move(a), std::move(b)}, std::move(attrs)));
 }
 
 void check_array(const Array& a, const char* op) {
@@ -101,13 +104,16 @@ Array unary(UnaryFn f, const Array& a) {
   DType out = in->dtype;
   if (f == UnaryFn::Neg && in->dtype == DType::Bool)
     throw Error("negative: the - operator is not supported for bool arrays (shape " +
-                shape_str(in->shape) + "); use logical_not or ~ instead");
+                    shape_str(in->shape) + "); use logical_not or ~ instead",
+                ErrorKind::Type);
   if (f == UnaryFn::Invert && is_float(in->dtype))
     throw Error(std::string("invert: only integer and bool operands are supported (operand ") +
-                dtype_name(in->dtype) + ", shape " + shape_str(in->shape) + ")");
+                    dtype_name(in->dtype) + ", shape " + shape_str(in->shape) + ")",
+                ErrorKind::Type);
   if (f == UnaryFn::Sign && in->dtype == DType::Bool)
     throw Error("sign: bool operands are not supported (shape " + shape_str(in->shape) +
-                "; NumPy has no bool loop either); use astype(int32) first");
+                    "; NumPy has no bool loop either); use astype(int32) first",
+                ErrorKind::Type);
   // NumPy 2: floor/ceil keep integer and bool dtypes; round of bool is float16 there, float64
   // here (Kiln has no float16, as for sqrt and the other float functions of bool).
   if (is_float_ufunc(f) || (f == UnaryFn::Round && in->dtype == DType::Bool)) {

@@ -50,7 +50,8 @@ void NDArray::check_type(size_t size, bool fp, bool boolean) const {
       size == dtype_size(dtype_) && fp == is_float(dtype_) && boolean == (dtype_ == DType::Bool);
   if (!ok)
     throw Error(std::string("NDArray.data_as: the array's dtype is ") + dtype_name(dtype_) +
-                ", which does not match the requested element type");
+                    ", which does not match the requested element type",
+                ErrorKind::Type);
 }
 
 namespace {

@@ -83,7 +83,8 @@ DType dtype_from_npy_descr(const std::string& d, const std::string& what) {
   if (d == "<f4") return DType::Float32;
   if (d == "<f8") return DType::Float64;
   throw Error(what + ": unsupported dtype descriptor '" + d +
-              "' (expected one of |b1 <i4 <i8 <f4 <f8: bool, int32, int64, float32, float64)");
+                  "' (expected one of |b1 <i4 <i8 <f4 <f8: bool, int32, int64, float32, float64)",
+              ErrorKind::Type);
 }
 
 }  // namespace kiln

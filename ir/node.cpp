@@ -144,14 +144,14 @@ std::vector<int64_t> Node::result_strides() const {
 
 namespace {
 
-uint64_t node_hash(const Node& n) {
+uint64_t node_hash(const NodeKey& n) {
   uint64_t h = hash_mix(static_cast<uint64_t>(n.op), static_cast<uint64_t>(n.dtype));
   for (int64_t d : n.shape) h = hash_mix(h, static_cast<uint64_t>(d));
   for (const auto& c : n.chunks) {
     h = hash_mix(h, c.size());
     for (int64_t b : c) h = hash_mix(h, static_cast<uint64_t>(b));
   }
-  for (const auto& in : n.inputs) h = hash_mix(h, in->hash);
+  for (size_t k = 0; k < n.num_inputs; ++k) h = hash_mix(h, n.inputs[k]->hash);
   const Attrs& a = n.attrs;
   for (int64_t v : a.ints) h = hash_mix(h, static_cast<uint64_t>(v));
   h = hash_mix(h, static_cast<uint64_t>(a.offset));
@@ -165,11 +165,11 @@ uint64_t node_hash(const Node& n) {
   return h;
 }
 
-bool same_node(const Node& a, const Node& b) {
+bool same_node(const Node& a, const NodeKey& b) {
   if (a.op != b.op || a.dtype != b.dtype || a.shape != b.shape || a.chunks != b.chunks)
     return false;
-  if (a.inputs.size() != b.inputs.size()) return false;
-  for (size_t k = 0; k < a.inputs.size(); ++k)
+  if (a.inputs.size() != b.num_inputs) return false;
+  for (size_t k = 0; k < b.num_inputs; ++k)
     if (a.inputs[k].get() != b.inputs[k].get()) return false;
   return a.attrs == b.attrs;
 }
@@ -206,16 +206,16 @@ namespace {
 // Every node's sizes are representable, whatever built it (a broadcast of two vectors, an outer
 // product, a concatenation): at most 2^62 elements, each dimension too, and at most 2^24 blocks
 // (a plan holds a task per block). Checked arithmetic: the products must not wrap.
-void check_sizes(const Node& n) {
+void check_sizes(const NodeKey& n) {
   auto elements = checked::product(n.shape);
   bool dims_ok = true;
   for (int64_t d : n.shape) dims_ok = dims_ok && d <= kMaxElements;
   if (!elements || *elements > kMaxElements || !dims_ok)
     throw Error(std::string(op_name(n.op)) + ": shape " + shape_str(n.shape) + " of " +
                 dtype_name(n.dtype) + " has more elements than Kiln can index (at most 2^62)");
-  std::vector<int64_t> grid;
-  for (const auto& c : n.chunks) grid.push_back(static_cast<int64_t>(c.size()));
-  auto blocks = checked::product(grid);
+  std::optional<int64_t> blocks = 1;  // checked::product of the grid, without a vector
+  for (const auto& c : n.chunks)
+    if (blocks && *blocks != 0) blocks = checked::mul<int64_t>(*blocks, c.size());
   if (!blocks || *blocks > kMaxBlocks)
     throw Error(std::string(op_name(n.op)) + ": an array of shape " + shape_str(n.shape) +
                 " in chunks " + chunks_str(n.chunks) + " has " +
@@ -227,50 +227,98 @@ void check_sizes(const Node& n) {
 
 NodeRef Context::make(Op op, DType dtype, Shape shape, Chunks chunks, std::vector<NodeRef> inputs,
                       Attrs attrs) {
-  auto node = std::make_shared<Node>();
-  node->op = op;
-  node->dtype = dtype;
-  node->shape = std::move(shape);
-  node->chunks = std::move(chunks);
-  node->inputs = std::move(inputs);
-  node->attrs = std::move(attrs);
-  check_sizes(*node);
-  node->hash = node_hash(*node);
-  NodeRef found;
-  {
-    std::lock_guard<std::recursive_mutex> lock(mu_);
-    auto range = table_.equal_range(node->hash);
-    for (auto it = range.first; it != range.second; ++it) {
-      probes_.fetch_add(1, std::memory_order_relaxed);
-      NodeRef cand = it->second.second.lock();
-      if (cand && same_node(*cand, *node)) {
-        found = std::move(cand);
-        break;
-      }
-    }
-    if (!found) {
-      node->ctx = this;
-      table_.emplace(node->hash, std::make_pair(node.get(), std::weak_ptr<const Node>(node)));
-    }
+  const NodeKey key{op, dtype, shape, chunks, inputs.data(), inputs.size(), attrs};
+  check_sizes(key);
+  const uint64_t hash = node_hash(key);
+  std::lock_guard<std::recursive_mutex> lock(mu_);
+  if (NodeRef found = find_locked(key, hash)) return found;
+  Node n;
+  n.op = op;
+  n.dtype = dtype;
+  n.shape = std::move(shape);
+  n.chunks = std::move(chunks);
+  n.inputs = std::move(inputs);
+  n.attrs = std::move(attrs);
+  n.hash = hash;
+  return add_locked(std::move(n));
+}
+
+NodeRef Context::intern(const NodeKey& key) {
+  check_sizes(key);
+  const uint64_t hash = node_hash(key);
+  std::lock_guard<std::recursive_mutex> lock(mu_);
+  if (NodeRef found = find_locked(key, hash)) return found;
+  Node n;
+  n.op = key.op;
+  n.dtype = key.dtype;
+  n.shape = key.shape;
+  n.chunks = key.chunks;
+  n.inputs.assign(key.inputs, key.inputs + key.num_inputs);
+  n.attrs = key.attrs;
+  n.hash = hash;
+  return add_locked(std::move(n));
+}
+
+NodeRef Context::find_locked(const NodeKey& key, uint64_t hash) {
+  if (slots_.empty()) return nullptr;
+  for (size_t i = home(hash);; i = (i + 1) & (slots_.size() - 1)) {
+    const Slot& s = slots_[i];
+    if (!s.node) return nullptr;
+    if (s.hash != hash) continue;
+    probes_.fetch_add(1, std::memory_order_relaxed);
+    // A node whose last reference has gone waits in ~Node (forget) for this lock, its fields
+    // intact: compared as it is, and taken only if it is still alive.
+    if (!same_node(*s.node, key)) continue;
+    if (NodeRef found = s.ref.lock()) return found;
   }
-  if (found) return found;  // `node` (never registered) is released outside the lock
+}
+
+NodeRef Context::add_locked(Node n) {
+  auto node = std::make_shared<Node>(std::move(n));
+  node->ctx = this;
+  insert(Slot{node->hash, node.get(), node});
   return node;
+}
+
+void Context::insert(Slot slot) {
+  if (2 * (used_ + 1) > slots_.size()) {
+    std::vector<Slot> old(std::max<size_t>(64, 2 * slots_.size()));
+    old.swap(slots_);
+    used_ = 0;
+    for (Slot& s : old)
+      if (s.node) insert(std::move(s));
+  }
+  size_t i = home(slot.hash);
+  while (slots_[i].node) i = (i + 1) & (slots_.size() - 1);
+  slots_[i] = std::move(slot);
+  ++used_;
 }
 
 void Context::forget(const Node* n) {
   std::lock_guard<std::recursive_mutex> lock(mu_);
-  auto range = table_.equal_range(n->hash);
-  for (auto it = range.first; it != range.second; ++it) {
-    if (it->second.first == n) {
-      table_.erase(it);
-      return;
-    }
+  if (slots_.empty()) return;
+  const size_t mask = slots_.size() - 1;
+  size_t i = home(n->hash);
+  while (slots_[i].node && slots_[i].node != n) i = (i + 1) & mask;
+  if (!slots_[i].node) return;
+  // Backward-shift deletion: later slots of the same probe run move into the hole, unless their
+  // home lies cyclically in (hole, slot], so every remaining entry stays reachable from its home.
+  for (size_t j = i;;) {
+    j = (j + 1) & mask;
+    if (!slots_[j].node) break;
+    size_t h = home(slots_[j].hash);
+    bool stays = i <= j ? (i < h && h <= j) : (i < h || h <= j);
+    if (stays) continue;
+    slots_[i] = std::move(slots_[j]);
+    i = j;
   }
+  slots_[i] = Slot{};
+  --used_;
 }
 
 size_t Context::live_nodes() const {
   std::lock_guard<std::recursive_mutex> lock(mu_);
-  return table_.size();
+  return used_;
 }
 
 double scalar_as_double(const Node& n) {

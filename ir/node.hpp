@@ -62,6 +62,9 @@ struct Node {
   uint64_t hash = 0;  // structural; computed once
   Context* ctx = nullptr;
 
+  Node() = default;
+  Node(Node&&) = default;  // Context fills a new node on the stack, then moves it into place
+
   int rank() const { return static_cast<int>(shape.size()); }
   int64_t size() const { return num_elements(shape); }
   const NodeRef& in(size_t k) const { return inputs[k]; }
@@ -83,12 +86,27 @@ struct Node {
   ~Node();
 };
 
+// A node's parts, by reference: what Context::intern looks up before it copies anything.
+struct NodeKey {
+  Op op;
+  DType dtype;
+  const Shape& shape;
+  const Chunks& chunks;
+  const NodeRef* inputs;
+  size_t num_inputs;
+  const Attrs& attrs;
+};
+
 // Interns nodes. Entries are weak: a node leaves the table when its last reference goes.
 class Context {
  public:
   static Context& global();
+  // The node with these parts: the interned one if it exists, else a new one made of them.
   NodeRef make(Op op, DType dtype, Shape shape, Chunks chunks, std::vector<NodeRef> inputs,
                Attrs attrs = {});
+  // The same for parts the caller keeps: they are copied only when the node is new (a scalar's
+  // broadcast in `y + 1` is found, not built, from the second time on).
+  NodeRef intern(const NodeKey& key);
   size_t live_nodes() const;
   // Candidates compared while interning, since the start: with a good hash about one per make(),
   // so building n nodes does O(n) work (tests check it instead of timing).
@@ -96,9 +114,24 @@ class Context {
   void forget(const Node* n);  // called by ~Node
 
  private:
+  // The table: open addressing with linear probing and backward-shift deletion, a power-of-two
+  // number of slots at most half full; a slot with node == nullptr is free. One probe touches one
+  // 32-byte slot, where a node-based multimap walked a list into other buckets (14% of building
+  // `y = y + 1` from Python went to its equal_range).
+  struct Slot {
+    uint64_t hash = 0;
+    const Node* node = nullptr;
+    std::weak_ptr<const Node> ref;
+  };
+  size_t home(uint64_t hash) const { return (hash ^ (hash >> 32)) & (slots_.size() - 1); }
+  void insert(Slot slot);  // grows first when the table would pass half full
+  NodeRef find_locked(const NodeKey& key, uint64_t hash);
+  NodeRef add_locked(Node node);
+
   mutable std::recursive_mutex mu_;
   std::atomic<uint64_t> probes_{0};
-  std::unordered_multimap<uint64_t, std::pair<const Node*, std::weak_ptr<const Node>>> table_;
+  std::vector<Slot> slots_;
+  size_t used_ = 0;
 };
 
 // Scalar value of a Scalar node as a double, whatever its dtype.

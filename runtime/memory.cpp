@@ -24,7 +24,9 @@ void* host_alloc(size_t bytes) {
   int64_t limit = flags().fail_alloc_above;
   void* p = nullptr;
   if (!(limit > 0 && bytes > static_cast<size_t>(limit))) p = page_alloc(bytes);
-  if (!p) throw Error("compute: out of memory allocating " + std::to_string(bytes) + " bytes");
+  if (!p)
+    throw Error("compute: out of memory allocating " + std::to_string(bytes) + " bytes",
+                ErrorKind::Memory);
   int64_t now = g_in_use.fetch_add(static_cast<int64_t>(bytes)) + static_cast<int64_t>(bytes);
   int64_t peak = g_peak.load();
   while (now > peak && !g_peak.compare_exchange_weak(peak, now)) {

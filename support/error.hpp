@@ -12,9 +12,22 @@
 #pragma GCC visibility push(default)
 namespace kiln {
 
+// What an Error reports, for bindings that raise typed exceptions (Python: kiln.KilnError is a
+// ValueError; its subclasses KilnTypeError and KilnMemoryError are also TypeError and MemoryError).
+enum class ErrorKind : unsigned char {
+  Value,   // a bad value: shape, axis, slice, chunks, file contents, a failed factorization, ...
+  Type,    // an operand's dtype the operation does not take (NumPy raises TypeError there)
+  Memory,  // an allocation failed
+};
+
 class Error : public std::runtime_error {
  public:
-  explicit Error(const std::string& what) : std::runtime_error(what) {}
+  explicit Error(const std::string& what, ErrorKind kind = ErrorKind::Value)
+      : std::runtime_error(what), kind_(kind) {}
+  ErrorKind kind() const { return kind_; }
+
+ private:
+  ErrorKind kind_;
 };
 
 class InternalError : public std::logic_error {

@@ -249,7 +249,8 @@ class Gpus final : public backend::DeviceMemory {
                                 : driver().mem_alloc(&p, std::max<size_t>(bytes, 1));
     if (rc == kOutOfMemory)
       throw Error("device cuda: device " + std::to_string(device) +
-                  " is out of memory allocating " + std::to_string(bytes) + " bytes");
+                      " is out of memory allocating " + std::to_string(bytes) + " bytes",
+                  ErrorKind::Memory);
     check(rc, g.async_alloc ? "cuMemAllocAsync" : "cuMemAlloc");
     return reinterpret_cast<void*>(p);
   }

@@ -133,7 +133,8 @@ class EmuMemory final : public backend::DeviceMemory {
     void* p = std::aligned_alloc(256, (std::max<size_t>(bytes, 1) + 255) / 256 * 256);
     if (!p)
       throw Error("cuda-emu: device " + std::to_string(device) + " is out of memory allocating " +
-                  std::to_string(bytes) + " bytes");
+                      std::to_string(bytes) + " bytes",
+                  ErrorKind::Memory);
     std::memset(p, 0xff, bytes);
     std::lock_guard<std::mutex> lock(mu_);
     live_[reinterpret_cast<uintptr_t>(p)] = {bytes, device};

@@ -155,7 +155,7 @@ class Frame {
  public:
   Frame(const Program& p, const int64_t* I, const double* F, void* const* P)
       : p_(p), k_(p.k), I_(I), F_(F), P_(P), tiles_(std::malloc(p.slots * kTile * 8 + 8)) {
-    if (!tiles_) throw Error("interp: out of memory for a kernel's tiles");
+    if (!tiles_) throw Error("interp: out of memory for a kernel's tiles", ErrorKind::Memory);
   }
   ~Frame() { std::free(tiles_); }
   Frame(const Frame&) = delete;

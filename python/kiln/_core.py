@@ -18,11 +18,9 @@ import numpy as np
 
 from . import _kiln
 
-KilnError = _kiln.KilnError
-KilnError.__doc__ = (
-    "A user error reported by Kiln (bad shape, dtype, axis, slice, file, ...): its message names "
-    "the operation and what was expected. A subclass of ValueError."
-)
+KilnError = _kiln.KilnError  # a ValueError; the two below are also TypeError and MemoryError
+KilnTypeError = _kiln.KilnTypeError
+KilnMemoryError = _kiln.KilnMemoryError
 
 # The dtypes Kiln arrays hold, by NumPy's name.
 _DTYPES = ("bool", "int32", "int64", "float32", "float64")
@@ -108,6 +106,30 @@ def _operand(x):
     if isinstance(x, np.generic):
         return _kiln.scalar(x.item(), _dtype_name(x.dtype))
     return asarray(x)._a
+
+
+_BINARY = _kiln.binary_codes()  # NumPy's names of binary functions -> the extension's codes
+
+
+def _operator(name, reflected=False):
+    """Array's operator method for the binary function `name` (`reflected`: the __r*__ form).
+    The common operands (kiln arrays, Python scalars) take one call into the extension; building
+    one operation is a benchmark (bench/RESULTS.md, "From Python")."""
+    code, binary, new = _BINARY[name], _kiln.binary, object.__new__
+
+    def op(self, other):
+        t = type(other)
+        if t is Array or t is float or t is int or t is bool:
+            o = other._a if t is Array else other
+            out = new(Array)
+            out._a = binary(code, o, self._a) if reflected else binary(code, self._a, o)
+            return out
+        if not (isinstance(other, (Array, np.ndarray, np.generic)) or _is_python_scalar(other)):
+            return NotImplemented
+        return _binary(name, other, self) if reflected else _binary(name, self, other)
+
+    op.__doc__ = f"{'other' if reflected else 'self'} {name} {'self' if reflected else 'other'}"
+    return op
 
 
 def _wrap(a) -> "Array":
@@ -402,46 +424,36 @@ class Array:
         return kiln
 
     # ---- operators ----
-    def _binary(self, name, other, reflected=False):
-        t = type(other)
-        if t is Array or t is float or t is int or t is bool:  # the common cases, directly
-            o = other._a if t is Array else other
-            return _wrap(_kiln.binary(name, o, self._a) if reflected else _kiln.binary(name, self._a, o))
-        if not (isinstance(other, (Array, np.ndarray, np.generic)) or _is_python_scalar(other)):
-            return NotImplemented
-        a, b = (other, self) if reflected else (self, other)
-        return _binary(name, a, b)
-
-    __add__ = lambda s, o: s._binary("add", o)  # noqa: E731
-    __radd__ = lambda s, o: s._binary("add", o, True)  # noqa: E731
-    __sub__ = lambda s, o: s._binary("subtract", o)  # noqa: E731
-    __rsub__ = lambda s, o: s._binary("subtract", o, True)  # noqa: E731
-    __mul__ = lambda s, o: s._binary("multiply", o)  # noqa: E731
-    __rmul__ = lambda s, o: s._binary("multiply", o, True)  # noqa: E731
-    __truediv__ = lambda s, o: s._binary("true_divide", o)  # noqa: E731
-    __rtruediv__ = lambda s, o: s._binary("true_divide", o, True)  # noqa: E731
-    __floordiv__ = lambda s, o: s._binary("floor_divide", o)  # noqa: E731
-    __rfloordiv__ = lambda s, o: s._binary("floor_divide", o, True)  # noqa: E731
-    __mod__ = lambda s, o: s._binary("remainder", o)  # noqa: E731
-    __rmod__ = lambda s, o: s._binary("remainder", o, True)  # noqa: E731
-    __pow__ = lambda s, o: s._binary("power", o)  # noqa: E731
-    __rpow__ = lambda s, o: s._binary("power", o, True)  # noqa: E731
-    __and__ = lambda s, o: s._binary("bitwise_and", o)  # noqa: E731
-    __rand__ = lambda s, o: s._binary("bitwise_and", o, True)  # noqa: E731
-    __or__ = lambda s, o: s._binary("bitwise_or", o)  # noqa: E731
-    __ror__ = lambda s, o: s._binary("bitwise_or", o, True)  # noqa: E731
-    __xor__ = lambda s, o: s._binary("bitwise_xor", o)  # noqa: E731
-    __rxor__ = lambda s, o: s._binary("bitwise_xor", o, True)  # noqa: E731
-    __lshift__ = lambda s, o: s._binary("left_shift", o)  # noqa: E731
-    __rlshift__ = lambda s, o: s._binary("left_shift", o, True)  # noqa: E731
-    __rshift__ = lambda s, o: s._binary("right_shift", o)  # noqa: E731
-    __rrshift__ = lambda s, o: s._binary("right_shift", o, True)  # noqa: E731
-    __lt__ = lambda s, o: s._binary("less", o)  # noqa: E731
-    __le__ = lambda s, o: s._binary("less_equal", o)  # noqa: E731
-    __gt__ = lambda s, o: s._binary("greater", o)  # noqa: E731
-    __ge__ = lambda s, o: s._binary("greater_equal", o)  # noqa: E731
-    __eq__ = lambda s, o: s._binary("equal", o)  # noqa: E731
-    __ne__ = lambda s, o: s._binary("not_equal", o)  # noqa: E731
+    __add__ = _operator("add")
+    __radd__ = _operator("add", True)
+    __sub__ = _operator("subtract")
+    __rsub__ = _operator("subtract", True)
+    __mul__ = _operator("multiply")
+    __rmul__ = _operator("multiply", True)
+    __truediv__ = _operator("true_divide")
+    __rtruediv__ = _operator("true_divide", True)
+    __floordiv__ = _operator("floor_divide")
+    __rfloordiv__ = _operator("floor_divide", True)
+    __mod__ = _operator("remainder")
+    __rmod__ = _operator("remainder", True)
+    __pow__ = _operator("power")
+    __rpow__ = _operator("power", True)
+    __and__ = _operator("bitwise_and")
+    __rand__ = _operator("bitwise_and", True)
+    __or__ = _operator("bitwise_or")
+    __ror__ = _operator("bitwise_or", True)
+    __xor__ = _operator("bitwise_xor")
+    __rxor__ = _operator("bitwise_xor", True)
+    __lshift__ = _operator("left_shift")
+    __rlshift__ = _operator("left_shift", True)
+    __rshift__ = _operator("right_shift")
+    __rrshift__ = _operator("right_shift", True)
+    __lt__ = _operator("less")
+    __le__ = _operator("less_equal")
+    __gt__ = _operator("greater")
+    __ge__ = _operator("greater_equal")
+    __eq__ = _operator("equal")
+    __ne__ = _operator("not_equal")
     __hash__ = None  # == builds an array, as NumPy's
 
     def __matmul__(self, other):
@@ -736,7 +748,7 @@ def _binary(name, a, b):
     a, b = _operand(a), _operand(b)
     if not isinstance(a, _kiln.Array) and not isinstance(b, _kiln.Array):
         a = _operand(np.asarray(a))
-    return _wrap(_kiln.binary(name, a, b))
+    return _wrap(_kiln.binary(_BINARY[name], a, b))
 
 
 def _unary(name, x):

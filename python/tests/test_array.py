@@ -4,6 +4,9 @@ suite runs on (KILN_DEVICE)."""
 
 import gc
 import operator
+import os
+import subprocess
+import sys
 import threading
 
 import numpy as np
@@ -408,6 +411,34 @@ def test_bad_input_is_a_kiln_error_naming_the_operation():
         a + "x"
     with pytest.raises(TypeError, match="64 bits"):
         a + 2**70
+
+
+def test_kiln_errors_carry_the_type_numpy_would_raise():
+    a = kiln.asarray(np.arange(4.0))
+    with pytest.raises(kiln.KilnTypeError, match="bitwise_and.*float64") as e:
+        a & 1
+    assert isinstance(e.value, TypeError) and isinstance(e.value, kiln.KilnError)
+    with pytest.raises(TypeError):
+        np.arange(4.0) & 1  # NumPy's type too
+    with pytest.raises(kiln.KilnTypeError, match="negative"):
+        -kiln.asarray(np.zeros(3, bool))
+    with pytest.raises(kiln.KilnTypeError, match="subtract"):
+        kiln.asarray(np.zeros(3, bool)) - kiln.asarray(np.ones(3, bool))
+    with pytest.raises(kiln.KilnError) as e:  # a bad shape stays a plain ValueError
+        a.reshape(3, 3)
+    assert type(e.value) is kiln.KilnError and not isinstance(e.value, TypeError)
+    assert issubclass(kiln.KilnMemoryError, MemoryError) and issubclass(kiln.KilnMemoryError, kiln.KilnError)
+    # A failed allocation (forced by the test flag: blocks over 1000 bytes fail).
+    code = (
+        "import kiln\n"
+        "try:\n"
+        "    (kiln.ones(100000, chunks=50000) + 1).compute()\n"
+        "except kiln.KilnMemoryError as e:\n"
+        "    print(isinstance(e, MemoryError), 'out of memory' in str(e))\n"
+    )
+    env = dict(os.environ, KILN_FAIL_ALLOC_ABOVE="1000")
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    assert out.stdout.split() == ["True", "True"], out.stdout + out.stderr
 
 
 def test_random_generator_is_chunk_independent():

@@ -19,14 +19,17 @@
 using namespace kiln;
 
 namespace {
-// Runs f, expects a kiln::Error whose message contains every fragment.
+// Runs f, expects a kiln::Error of this kind whose message contains every fragment (Type: a dtype
+// the operation does not take, where NumPy raises TypeError; Python sees kiln.KilnTypeError).
 template <class F>
-void expect_error(F&& f, const std::vector<std::string>& fragments) {
+void expect_error(F&& f, const std::vector<std::string>& fragments,
+                  ErrorKind kind = ErrorKind::Value) {
   try {
     f();
     ADD_FAILURE() << "no kiln::Error thrown; expected one mentioning " << fragments[0];
   } catch (const Error& e) {
     std::string m = e.what();
+    EXPECT_EQ(static_cast<int>(e.kind()), static_cast<int>(kind)) << "message: " << m;
     for (const auto& frag : fragments)
       EXPECT_NE(m.find(frag), std::string::npos) << "message: " << m << "\nmissing: " << frag;
   }
@@ -78,8 +81,8 @@ TEST(Errors, ChunksAndShapes) {
 
 TEST(Errors, DtypesAndGenerators) {
   Array b = zeros({3}, {}, DType::Bool);
-  expect_error([&] { -b; }, {"negative", "bool"});
-  expect_error([&] { b - b; }, {"subtract", "bool"});
+  expect_error([&] { -b; }, {"negative", "bool"}, ErrorKind::Type);
+  expect_error([&] { b - b; }, {"subtract", "bool"}, ErrorKind::Type);
   expect_error([&] { random::Generator(0).integers(5, 5, {3}); }, {"integers", "low < high"});
   expect_error([&] { random::Generator(0).integers(0, int64_t{1} << 40, {3}, {}, DType::Int32); },
                {"integers", "1099511627776", "int32"});
@@ -87,7 +90,7 @@ TEST(Errors, DtypesAndGenerators) {
                {"uniform", "high - low", "finite"});
   expect_error([&] { random::Generator(0).normal(0, -1, {3}); }, {"normal", "std"});
   expect_error([&] { random::Generator(0).uniform(0, 1, {3}, {}, DType::Int32); },
-               {"uniform", "float32 or float64"});
+               {"uniform", "float32 or float64"}, ErrorKind::Type);
   expect_error([&] { arange(0, 10, 0); }, {"arange", "step"});
   expect_error([&] { zeros({0}).min(); }, {"min", "zero-size"});
 }
@@ -96,13 +99,13 @@ TEST(Errors, NumPy2IntegerRules) {
   Array i32 = ones({3}, {}, DType::Int32), f = ones({3});
   expect_error([&] { i32 + (int64_t{1} << 40); }, {"add", "1099511627776", "int32"});
   expect_error([&] { pow(i32, -2); }, {"power", "negative integer powers", "-2"});
-  expect_error([&] { f& i32; }, {"bitwise_and", "float64", "int32"});
-  expect_error([&] { ~f; }, {"invert", "float64"});
+  expect_error([&] { f& i32; }, {"bitwise_and", "float64", "int32"}, ErrorKind::Type);
+  expect_error([&] { ~f; }, {"invert", "float64"}, ErrorKind::Type);
   Array b = ones({2}, {}, DType::Bool);
-  expect_error([&] { b << b; }, {"left_shift", "bool", "int8"});
-  expect_error([&] { b % b; }, {"remainder", "bool", "int8"});
-  expect_error([&] { pow(b, b); }, {"power", "bool", "int8"});
-  expect_error([&] { sign(b); }, {"sign", "bool"});
+  expect_error([&] { b << b; }, {"left_shift", "bool", "int8"}, ErrorKind::Type);
+  expect_error([&] { b % b; }, {"remainder", "bool", "int8"}, ErrorKind::Type);
+  expect_error([&] { pow(b, b); }, {"power", "bool", "int8"}, ErrorKind::Type);
+  expect_error([&] { sign(b); }, {"sign", "bool"}, ErrorKind::Type);
   EXPECT_EQ((b << 1).dtype(), DType::Int64);  // a Python int promotes bool (NEP 50)
 }
 
@@ -123,7 +126,7 @@ TEST(Errors, FilesAndResults) {
   expect_error([&] { load_npy("/nonexistent/x.npy"); }, {"load_npy", "/nonexistent/x.npy"});
   expect_error([&] { zeros({2}).compute().item<double>(); }, {"item", "size 1"});
   expect_error([&] { compute({Array()}); }, {"compute", "empty"});
-  expect_error([&] { zeros({2}).compute().data_as<int32_t>(); }, {"float64"});
+  expect_error([&] { zeros({2}).compute().data_as<int32_t>(); }, {"float64"}, ErrorKind::Type);
 }
 
 TEST(Errors, OverflowingSizesAndTooManyBlocks) {

@@ -208,6 +208,7 @@ TEST(Execute, AnErrorInsideATaskReachesTheCallerAndKilnStaysUsable) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("compute: out of memory allocating"), std::string::npos)
         << e.what();
+    EXPECT_TRUE(e.kind() == ErrorKind::Memory) << e.what();  // Python: kiln.KilnMemoryError
   }
   flags().fail_alloc_above = saved;
   EXPECT_EQ((ones({100}, {10}) * 2).sum().compute().item<double>(), 200.0);

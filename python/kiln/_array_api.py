@@ -8,6 +8,7 @@ from __future__ import annotations
 import builtins
 import numbers
 import operator
+from collections import namedtuple
 
 import numpy as np
 
@@ -18,7 +19,8 @@ __all__ = [
     "asin", "acos", "atan", "bitwise_invert", "bitwise_left_shift", "bitwise_right_shift",
     "matrix_transpose", "vecdot", "trunc", "reciprocal", "signbit", "flip", "roll", "tril", "triu",
     "eye", "diff", "count_nonzero", "broadcast_arrays", "broadcast_shapes", "meshgrid", "unstack",
-    "tile", "repeat", "isdtype", "result_type", "can_cast", "finfo", "iinfo", "from_dlpack",
+    "tile", "repeat", "take", "searchsorted", "nonzero", "unique_values", "unique_counts", "unique_inverse", "unique_all",
+    "isdtype", "result_type", "can_cast", "finfo", "iinfo", "from_dlpack",
     "__array_namespace_info__",
 ]  # fmt: skip
 
@@ -195,6 +197,88 @@ def repeat(x, repeats, /, *, axis=None):
     return _core.broadcast_to(expanded, target).reshape(shape)
 
 
+def take(x, indices, /, *, axis=None):
+    """x's elements at the 1-D integer `indices` along `axis` (required unless x is 1-D), lazily:
+    slices of x joined by concatenate, one per run of consecutive indices. Indices given as a
+    kiln array are computed first (the result's shape depends on them)."""
+    from ._indexing import take as _take
+
+    x = asarray(x)
+    if axis is None:
+        if x.ndim != 1:
+            raise ValueError(f"kiln.take: axis is required for a {x.ndim}-D array")
+        axis = 0
+    return _take(x, indices, axis)
+
+
+def searchsorted(x1, x2, /, *, side="left", sorter=None):
+    """Insertion points of x2's values into the sorted 1-D x1, lazily: for each value, the count
+    of x1's elements before it (a fused compare-and-sum over len(x1) x x2.size elements, fine for
+    the class labels and bins it serves). NaN sorts last, as in NumPy."""
+    if side not in ("left", "right"):
+        raise ValueError(f"kiln.searchsorted: side must be 'left' or 'right', not {side!r}")
+    x1, x2 = asarray(x1), asarray(x2)
+    if x1.ndim != 1:
+        raise ValueError(f"kiln.searchsorted: x1 must be 1-D, not {x1.ndim}-D")
+    if sorter is not None:
+        x1 = take(x1, sorter)
+    v = x2.reshape(x2.shape + (1,))
+    before = (x1 < v) if side == "left" else (x1 <= v)
+    counts = _core.sum(before, axis=-1, dtype=np.int64)
+    if isdtype(x1.dtype, "real floating") or isdtype(x2.dtype, "real floating"):
+        numbers_in_x1 = _core.sum(~_core.isnan(x1), dtype=np.int64)
+        at_nan = numbers_in_x1 if side == "left" else x1.shape[0]
+        counts = _core.where(_core.isnan(x2), at_nan, counts)
+    return counts
+
+
+def nonzero(x, /):
+    """The indices of x's non-zero elements, one int64 kiln array per dim (x is computed here:
+    the count depends on its values). A 0-d x is an error, as the standard says."""
+    x = asarray(x)
+    if x.ndim == 0:
+        raise ValueError("kiln.nonzero: a 0-d array has no indices (index x[None] instead)")
+    return tuple(asarray(i.astype(np.int64)) for i in np.nonzero(x.compute()))
+
+
+UniqueAllResult = namedtuple("UniqueAllResult", ["values", "indices", "inverse_indices", "counts"])
+UniqueCountsResult = namedtuple("UniqueCountsResult", ["values", "counts"])
+UniqueInverseResult = namedtuple("UniqueInverseResult", ["values", "inverse_indices"])
+
+
+def _unique(x):
+    """NumPy's sorted unique of x, computed (the result's length depends on x's values, so x is
+    computed here, as bool() computes); NaNs are each distinct, as the standard says."""
+    a = asarray(x).compute()
+    values, indices, inverse, counts = np.unique(
+        a, return_index=True, return_inverse=True, return_counts=True, equal_nan=False
+    )
+    as_int = lambda v: asarray(v.astype(np.int64))  # noqa: E731
+    return asarray(values), as_int(indices), as_int(inverse.reshape(a.shape)), as_int(counts)
+
+
+def unique_values(x, /):
+    """The distinct values of x, sorted, as a kiln array (x is computed here)."""
+    return _unique(x)[0]
+
+
+def unique_counts(x, /):
+    """(values, counts), values sorted (x is computed here)."""
+    values, _, _, counts = _unique(x)
+    return UniqueCountsResult(values, counts)
+
+
+def unique_inverse(x, /):
+    """(values, inverse_indices of x's shape), values sorted (x is computed here)."""
+    values, _, inverse, _ = _unique(x)
+    return UniqueInverseResult(values, inverse)
+
+
+def unique_all(x, /):
+    """(values, indices, inverse_indices, counts), values sorted (x is computed here)."""
+    return UniqueAllResult(*_unique(x))
+
+
 def from_dlpack(x, /, *, device=None, copy=None):
     """A kiln array over any host object with __dlpack__ (no copy where NumPy can view it)."""
     if isinstance(x, Array):
@@ -230,7 +314,8 @@ class _Info:
     """The array API's inspection namespace (kiln.__array_namespace_info__())."""
 
     def capabilities(self):
-        return {"boolean indexing": False, "data-dependent shapes": False, "max dimensions": 32}
+        # Both by computing what decides the shape (the mask; unique's and nonzero's input).
+        return {"boolean indexing": True, "data-dependent shapes": True, "max dimensions": 32}
 
     def default_device(self):
         return "cpu"

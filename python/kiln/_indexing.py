@@ -1,4 +1,5 @@
-"""NumPy's basic indexing on kiln arrays: integers, slices, None (np.newaxis) and Ellipsis."""
+"""NumPy's indexing on kiln arrays: basic indices (integers, slices, None, Ellipsis), and one
+integer array or boolean mask per index (a gather, built as slices of the lazy graph)."""
 
 from __future__ import annotations
 
@@ -16,16 +17,119 @@ def _is_advanced(k) -> bool:
     )
 
 
+# A gather is one slice per run of consecutive indices, concatenated: a sorted selection of rows
+# (a cross-validation fold) is a few runs, a shuffled one a run per index. Past this many runs the
+# graph grows too large to be worth building (20000 one-row runs: about 0.3 s to build and plan).
+MAX_RUNS = 20000
+
+
+def _positions(k, n, axis):
+    """An integer-array or boolean-mask index along an axis of length n as a 1-D int64 NumPy
+    array of positions in [0, n). A kiln array used as an index is computed first: the result's
+    shape depends on its values (as bool() of a kiln array computes)."""
+    if isinstance(k, _core.Array):
+        k = k.compute()
+    a = np.asarray(k)
+    if a.dtype == np.bool_:
+        if a.ndim != 1 or a.shape[0] != n:
+            raise IndexError(
+                f"boolean index did not match indexed array along axis {axis}; size of axis is "
+                f"{n} but size of corresponding boolean axis is {a.shape[0] if a.ndim else 0}"
+            )
+        return np.flatnonzero(a)
+    if a.size == 0 and a.dtype.kind not in "iu":
+        a = a.astype(np.int64)  # [] is float64 to NumPy, and still a valid (empty) index
+    if a.dtype.kind not in "iu":
+        raise IndexError(
+            "arrays used as indices must be of integer (or boolean) type, not " + str(a.dtype)
+        )
+    if a.ndim != 1:
+        raise IndexError(
+            f"kiln: integer-array indices must be 1-D (this one has shape {a.shape}); index with "
+            f"a.ravel() and reshape the result"
+        )
+    a = a.astype(np.int64, copy=False)
+    bad = (a >= n) | (a < -n)
+    if bad.any():
+        raise IndexError(f"index {a[bad][0]} is out of bounds for axis {axis} with size {n}")
+    return np.where(a < 0, a + n, a)
+
+
+def take(x, indices, axis=0):
+    """x's elements at `indices` (1-D integers, or a boolean mask) along `axis`, as np.take.
+    Built lazily as slices of x joined by concatenate: runs of consecutive indices (or one
+    arithmetic progression) are one slice each."""
+    axis = operator.index(axis)
+    if not -x.ndim <= axis < x.ndim:
+        raise np.exceptions.AxisError(axis, x.ndim)
+    axis %= x.ndim
+    n = x.shape[axis]
+    idx = _positions(indices, n, axis)
+    before = (slice(None),) * axis
+
+    def piece(start, step, count):
+        stop = start + step * count
+        return x[before + (slice(start, stop if stop >= 0 else None, step),)]
+
+    if len(idx) == 0:
+        return x[before + (slice(0, 0),)]
+    d = np.diff(idx)
+    if len(d) == 0 or (d[0] != 0 and (d == d[0]).all()):  # one arithmetic progression
+        return piece(int(idx[0]), int(d[0]) if len(d) else 1, len(idx))
+    starts = np.flatnonzero(np.concatenate(([True], d != 1)))
+    if len(starts) > MAX_RUNS:
+        raise IndexError(
+            f"kiln: this integer-array index has {len(starts)} runs of consecutive positions "
+            f"along axis {axis}, more than the {MAX_RUNS} a gather is built from (one slice "
+            f"each); sort the indices, or compute() the array and index the NumPy result"
+        )
+    counts = np.diff(np.concatenate((starts, [len(idx)])))
+    pieces = [piece(int(idx[s]), 1, int(c)) for s, c in zip(starts, counts)]
+    return pieces[0] if len(pieces) == 1 else _core.concatenate(pieces, axis=axis)
+
+
+def _advanced_getitem(x, key, i):
+    """x[key] where key[i] is the one integer array or boolean mask (a tuple, Ellipsis at most
+    once and not expanded yet)."""
+    k = key[i]
+    if isinstance(k, (bool, np.bool_)):
+        raise IndexError("kiln: a bool scalar as an index (x[True]) is not supported")
+    if not isinstance(k, _core.Array):
+        k = np.asarray(k)
+    if k.ndim == 0 and k.dtype != np.bool_:  # a 0-d integer array indexes as an integer
+        return getitem(x, key[:i] + (operator.index(k.item()),) + key[i + 1 :])
+    if k.ndim != 1:
+        if k.dtype == np.bool_ and len(key) == 1 and tuple(k.shape) == tuple(x.shape[: k.ndim]):
+            mask = k.compute() if isinstance(k, _core.Array) else k
+            return take(x.reshape((-1,) + tuple(x.shape[k.ndim :])), mask.ravel(), 0)
+        raise IndexError(
+            f"kiln: integer-array and boolean-mask indices must be 1-D (this one has shape "
+            f"{tuple(k.shape)}), or a mask of the array's leading dims given alone"
+        )
+    used = sum(1 for e in key if e is not None and e is not Ellipsis)
+    ellipses = [j for j, e in enumerate(key) if e is Ellipsis]  # (`in` would compare arrays)
+    if len(ellipses) > 1:
+        raise IndexError("an index can only have a single ellipsis ('...')")
+    if ellipses:
+        j = ellipses[0]
+        key = key[:j] + (slice(None),) * (x.ndim - used) + key[j + 1 :]
+        i = i if i < j else i + x.ndim - used - 1
+    axis = sum(1 for e in key[:i] if e is None or isinstance(e, slice))
+    y = getitem(x, key[:i] + (slice(None),) + key[i + 1 :])
+    return take(y, k, axis)
+
+
 def getitem(x, key):
     if not isinstance(key, tuple):
         key = (key,)
-    for k in key:
-        if _is_advanced(k):
-            raise IndexError(
-                "kiln: indexing with integer arrays or boolean masks is not supported (their "
-                "result's shape depends on values); use kiln.where(mask, x, fill) for masks, or "
-                "compute() the array and index the NumPy result"
-            )
+    advanced = [i for i, k in enumerate(key) if _is_advanced(k)]
+    if len(advanced) > 1:
+        raise IndexError(
+            "kiln: one integer array or boolean mask per index is supported (NumPy's broadcast "
+            "of several index arrays is not); index one axis at a time"
+        )
+    if advanced:
+        return _advanced_getitem(x, key, advanced[0])
     if sum(1 for k in key if k is Ellipsis) > 1:
         raise IndexError("an index can only have a single ellipsis ('...')")
     used = sum(1 for k in key if k is not None and k is not Ellipsis)
@@ -128,18 +232,15 @@ def setitem(x, key, value):
     scalar = _core._is_python_scalar(value) or (
         isinstance(value, (np.ndarray, np.generic, _core.Array)) and np.ndim(value) == 0
     )
-    if isinstance(key, (np.ndarray, _core.Array)) and np.dtype(key.dtype) == np.bool_:
-        mask = _core.asarray(key)
-        if mask.shape != x.shape:
-            raise IndexError(f"kiln: a boolean mask of shape {mask.shape} for an array of shape {x.shape}")
-        if not scalar:
-            raise TypeError(
-                "kiln: x[mask] = array is not supported (NumPy takes the mask's count of values); "
-                "use kiln.where(mask, values, x)"
-            )
-        return _core.where(mask, value, x).astype(x.dtype, copy=False)
+    if (
+        scalar
+        and isinstance(key, (np.ndarray, _core.Array))
+        and np.dtype(key.dtype) == np.bool_
+        and tuple(key.shape) == tuple(x.shape)
+    ):  # x[mask] = scalar stays lazy in the mask too
+        return _core.where(_core.asarray(key), value, x).astype(x.dtype, copy=False)
     if _is_advanced(key) or (isinstance(key, tuple) and any(_is_advanced(k) for k in key)):
-        raise IndexError("kiln: assignments with integer-array indices are not supported")
+        return _advanced_setitem(x, key if isinstance(key, tuple) else (key,), value, scalar)
     mask, box = _region(x, key)
     if mask is None:  # a 0-d array
         return _core.asarray(value).astype(x.dtype).reshape(())
@@ -166,3 +267,84 @@ def setitem(x, key, value):
         v = _core.concatenate(parts, axis=d) if len(parts) > 1 else v
         full[d] = x.shape[d]
     return _core.where(mask, v, x)
+
+
+def _spread(v, positions, n, axis):
+    """v, whose axis holds one entry per position (sorted, distinct), placed at those positions
+    of an axis of length n, zeros elsewhere: slices of v and zero blocks, concatenated."""
+    before = (slice(None),) * axis
+    d = np.diff(positions)
+    starts = np.flatnonzero(np.concatenate(([True], d != 1)))
+    if len(starts) > MAX_RUNS:
+        raise IndexError(
+            f"kiln: this assignment's index has {len(starts)} runs of consecutive positions, more "
+            f"than the {MAX_RUNS} it is built from (one slice each)"
+        )
+    counts = np.diff(np.concatenate((starts, [len(positions)])))
+    pieces, done = [], 0
+
+    def gap(length):
+        shape = list(v.shape)
+        shape[axis] = length
+        return _core.zeros(shape, dtype=v.dtype)
+
+    for s, c in zip(starts, counts):
+        p = int(positions[s])
+        if p > done:
+            pieces.append(gap(p - done))
+        pieces.append(v[before + (slice(int(s), int(s + c)),)])
+        done = p + int(c)
+    if done < n:
+        pieces.append(gap(n - done))
+    return pieces[0] if len(pieces) == 1 else _core.concatenate(pieces, axis=axis)
+
+
+def _advanced_setitem(x, key, value, scalar):
+    """x[key] = value where key holds one integer array or boolean mask and otherwise only full
+    slices (or one Ellipsis), or is a boolean mask of x's whole shape. As NumPy: the value
+    broadcasts to the selection; with repeated indices the last value wins. The index is computed
+    first (it decides where values go); the array and the value stay lazy."""
+    advanced = [i for i, k in enumerate(key) if _is_advanced(k)]
+    if len(advanced) != 1:
+        raise IndexError("kiln: an assignment takes one integer array or boolean mask per index")
+    i = advanced[0]
+    k = key[i] if isinstance(key[i], _core.Array) else np.asarray(key[i])
+    if k.ndim > 1 or (k.ndim == 1 and k.dtype == np.bool_ and len(key) == 1 and x.ndim > 1):
+        if not (k.dtype == np.bool_ and len(key) == 1 and tuple(k.shape) == tuple(x.shape[: k.ndim])):
+            raise IndexError(
+                f"kiln: a boolean mask of shape {tuple(k.shape)} for an array of shape {x.shape}"
+            )
+        if k.ndim > 1:  # a mask of the leading dims: assign into x with those dims flattened
+            mask = k.compute() if isinstance(k, _core.Array) else k
+            flat = x.reshape((-1,) + tuple(x.shape[k.ndim :]))
+            v = value if scalar else _core.asarray(value).reshape((-1,) + tuple(x.shape[k.ndim :]))
+            return _advanced_setitem(flat, (mask.ravel(),), v, scalar).reshape(x.shape)
+    rest = [e for j, e in enumerate(key) if j != i]
+    if any(not (e is Ellipsis or (isinstance(e, slice) and e == slice(None))) for e in rest):
+        raise IndexError(
+            "kiln: an assignment through an integer array or mask takes full slices (`:`) on the "
+            "other axes; assign to the basic-indexed part with kiln.where"
+        )
+    ellipsis = [j for j, e in enumerate(key) if e is Ellipsis]
+    axis = i + (x.ndim - len(key) if ellipsis and ellipsis[0] < i else 0)
+    if not 0 <= axis < x.ndim:
+        raise IndexError(f"too many indices for array: array is {x.ndim}-dimensional")
+    n = x.shape[axis]
+    positions = _positions(k, n, axis)
+    order = np.argsort(positions, kind="stable")
+    sorted_pos = positions[order]
+    last = np.concatenate((sorted_pos[1:] != sorted_pos[:-1], [True])) if len(order) else order
+    order, sorted_pos = order[last.astype(bool)], sorted_pos[last.astype(bool)]
+    selected = np.zeros(n, dtype=bool)
+    selected[sorted_pos] = True
+    mask = _core.asarray(selected.reshape((n,) + (1,) * (x.ndim - axis - 1)))
+    if scalar:
+        return _core.where(mask, value, x).astype(x.dtype, copy=False)
+    shape = list(x.shape)
+    shape[axis] = len(positions)
+    v = _core.broadcast_to(_core.asarray(value).astype(x.dtype, copy=False), shape)
+    if len(order) != len(positions) or (np.diff(order) < 0).any():
+        v = take(v, order, axis)  # the values in the order of their positions
+    if len(sorted_pos) == 0:
+        return x
+    return _core.where(mask, _spread(v, sorted_pos, n, axis), x)

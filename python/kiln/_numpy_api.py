@@ -7,6 +7,7 @@ computing the inputs and running NumPy's (with a warning): never a silent materi
 
 from __future__ import annotations
 
+import operator
 import warnings
 
 import numpy as np
@@ -135,6 +136,36 @@ _implements(np.diff, lambda a, n=1, axis=-1, prepend=None, append=None: _array_a
 _implements(np.count_nonzero, lambda a, axis=None, *, keepdims=False: _array_api.count_nonzero(
     a, axis=axis, keepdims=keepdims))
 _implements(np.repeat, lambda a, repeats, axis=None: _array_api.repeat(a, repeats, axis=axis))
+
+
+def _np_take(a, indices, axis=None, out=None, mode="raise"):
+    _core._no_out("take", out)
+    if mode != "raise":
+        raise TypeError(f"kiln: numpy.take(..., mode={mode!r}) is not supported (only 'raise')")
+    x = _core.asarray(a)
+    if axis is None:
+        x, axis = x.reshape(-1), 0
+    if np.ndim(indices) == 0:  # a scalar index drops the axis
+        return x[(slice(None),) * _core._normalize_axis(axis, x.ndim) + (operator.index(indices),)]
+    return _array_api.take(x, indices, axis=axis)
+
+
+def _np_compress(condition, a, axis=None, out=None):
+    _core._no_out("compress", out)
+    c = condition.compute() if isinstance(condition, _core.Array) else np.asarray(condition)
+    return _np_take(a, np.flatnonzero(c), axis=axis)
+
+
+_implements(np.take, _np_take)
+_implements(np.searchsorted, lambda a, v, side="left", sorter=None: _array_api.searchsorted(
+    a, v, side=side, sorter=sorter))
+_implements(np.nonzero, _array_api.nonzero)
+_implements(np.flatnonzero, lambda a: _array_api.nonzero(_core.asarray(a).reshape(-1))[0])
+_implements(np.unique_values, _array_api.unique_values)
+_implements(np.unique_counts, _array_api.unique_counts)
+_implements(np.unique_inverse, _array_api.unique_inverse)
+_implements(np.unique_all, _array_api.unique_all)
+_implements(np.compress, _np_compress)
 def _meshgrid(*xi, copy=True, sparse=False, indexing="xy"):
     if sparse:
         raise TypeError("kiln: numpy.meshgrid(..., sparse=True) is not supported (use broadcasting)")

@@ -221,16 +221,78 @@ def test_indexing_errors_are_numpys():
         k[4]
     with pytest.raises(IndexError, match="too many indices"):
         k[1, 2, 3]
-    with pytest.raises(IndexError, match="boolean masks"):
-        k[k > 0]
-    with pytest.raises(IndexError, match="integer arrays"):
-        k[[0, 2]]
+    with pytest.raises(IndexError, match="index 5 is out of bounds for axis 1 with size 5"):
+        k[:, [0, 5]]
+    with pytest.raises(IndexError, match="boolean index did not match"):
+        k[np.ones(3, bool)]
+    with pytest.raises(IndexError, match="one integer array or boolean mask"):
+        k[[0, 1], [1, 2]]
+    with pytest.raises(IndexError, match="integer"):
+        k[np.array([0.5])]
     with pytest.raises(ValueError, match="step cannot be zero"):
         k[::0]
-    with pytest.raises(TypeError, match="kiln.where"):
-        k[k > 0] = np.ones((4, 5))
-    with pytest.raises(IndexError, match="integer-array"):
-        k[[0, 1]] = 1
+    with pytest.raises(IndexError, match="full slices"):
+        k[1:3, [0, 1]] = 1
+
+
+def test_integer_array_and_mask_indexing_match_numpy():
+    """Gathers: slices of the lazy graph per run of consecutive indices, concatenated."""
+    r = np.random.default_rng(3)
+    a = data(np.float64, (30, 7, 4))
+    k = kiln.asarray(a, chunks=(8, 3, 4))
+    keys = [
+        [3, 1, 1, 29, -1], np.arange(0, 30, 4), np.array([], dtype=np.int64), r.permutation(30),
+        np.sort(r.choice(30, 12, replace=False)), a[:, 0, 0] > 0, np.array(5), np.arange(29, -1, -3),
+        (slice(None), [6, 0]), (Ellipsis, [3, 0]), (2, [5, 1], None), (None, slice(None), [1]),
+        (slice(2, 20, 3), a[0, :, 0] > 0), a > 0, a[:, :, 0] > 0,
+    ]  # fmt: skip
+    for key in keys:
+        check(k[key], a[key], exact=True)
+    check(k[kiln.asarray(a[:, 0, 0]) > 0], a[a[:, 0, 0] > 0], exact=True)  # a kiln mask: computed
+    check(np.take(k, [5, 0, 5], axis=1), np.take(a, [5, 0, 5], axis=1), exact=True)
+    check(np.take(k, [7, 100]), np.take(a, [7, 100]), exact=True)  # flat
+    check(np.compress([True, False, True], k, axis=2), np.compress([True, False, True], a, axis=2),
+          exact=True)
+    many = r.choice(30 * 7 * 4, 600)  # a run per index
+    check(k.reshape(-1)[many], a.reshape(-1)[many], exact=True)
+
+
+def test_assignment_through_integer_arrays_and_masks_matches_numpy():
+    r = np.random.default_rng(4)
+    a = data(np.float64, (12, 5))
+    cases = [
+        ([3, 0, 3], r.standard_normal((3, 5))),  # a repeated index: the last value wins
+        (a[:, 0] > 0, 7.5), (a[:, 0] > 0, np.arange(5.0)), ((slice(None), [4, 1]), -1.0),
+        ((Ellipsis, [0, 2]), r.standard_normal((12, 2))), (a > 0.5, -2.0),
+        (a > 0.5, np.arange(np.count_nonzero(a > 0.5), dtype=np.float64)),
+    ]  # fmt: skip
+    for key, value in cases:
+        want = a.copy()
+        want[key] = value
+        k = kiln.asarray(a, chunks=(5, 2))
+        before = k + 0
+        k[key] = kiln.asarray(value) if isinstance(value, np.ndarray) and value.ndim else value
+        check(k, want, exact=True)
+        check(before, a, exact=True)
+    d = kiln.zeros((5, 1))
+    d[np.array([True, False, True, True, False])] = kiln.asarray(np.array([[1.0], [2.0], [3.0]]))
+    check(d, np.array([[1.0], [0.0], [2.0], [3.0], [0.0]]), exact=True)
+
+
+def test_unique_and_searchsorted_match_numpy():
+    a = np.array([[3, 1, 2], [1, 3, 3]])
+    k = kiln.asarray(a)
+    check(kiln.unique_values(k), np.array([1, 2, 3]), exact=True)
+    values, counts = kiln.unique_counts(k)
+    check(counts, np.array([2, 1, 3]), exact=True)
+    values, index, inverse, counts = kiln.unique_all(k)
+    check(inverse, np.array([[2, 0, 1], [0, 2, 2]]), exact=True)
+    check(index, np.array([1, 2, 0]), exact=True)
+    s = np.array([1.0, 2, 2, 3, np.nan])
+    v = np.array([[0, 2, 2.5], [3, 9, np.nan]])
+    for side in ("left", "right"):
+        check(np.searchsorted(kiln.asarray(s), kiln.asarray(v), side=side),
+              np.searchsorted(s, v, side=side), exact=True)
 
 
 def test_assignment_follows_numpy_without_views():

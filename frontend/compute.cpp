@@ -145,6 +145,8 @@ std::vector<NDArray> compute(const std::vector<Array>& arrays, const ComputeOpti
   ro.keep_on_device = opt.keep_on_device;
   ro.skip = opt.skip.empty() ? nullptr : &opt.skip;
   ro.cancel = opt.cancel;
+  ro.tasks_done = opt.tasks_done;
+  ro.tasks_total = opt.tasks_total;
   ro.devices = opt.devices != 0 ? opt.devices : flags().devices;
   if (ro.devices < 0)
     throw Error("compute: devices must be at least 1 (0: the default), not " +

@@ -1392,7 +1392,7 @@ class Run {
 }  // namespace
 
 RunResult execute(const Plan& plan, const std::vector<ParamValue>& params, const RunOptions& opt) {
-  Progress progress(plan.work_tasks, opt.progress);
+  Progress progress(plan.work_tasks, opt.progress, opt.tasks_done, opt.tasks_total);
   std::optional<backend::HostTimer> setup(std::in_place, "run: setup");
   Run run(plan, params, opt.trace, &progress, opt.devices, opt.keep_on_device);
   if (opt.skip) run.skip_outputs(*opt.skip);

@@ -29,7 +29,9 @@ struct RunOptions {
   bool keep_on_device = false;  // such backends: outputs stay in device 0's memory
   // Per output: true = not computed (its result empty); only what the others need runs.
   const std::vector<bool>* skip = nullptr;
-  const std::atomic<bool>* cancel = nullptr;  // ComputeOptions::cancel
+  const std::atomic<bool>* cancel = nullptr;   // ComputeOptions::cancel
+  std::atomic<int64_t>* tasks_done = nullptr;  // ComputeOptions::tasks_done and tasks_total
+  std::atomic<int64_t>* tasks_total = nullptr;
 };
 
 RunResult execute(const Plan& plan, const std::vector<ParamValue>& params, const RunOptions& opt);

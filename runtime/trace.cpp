@@ -38,9 +38,15 @@ void Trace::write_chrome_json(std::ostream& os) const {
   os << "\n]}\n";
 }
 
-Progress::Progress(int64_t total, bool enabled)
-    : total_(total), on_(enabled && ::isatty(2) == 1), t0_(std::chrono::steady_clock::now()) {
+Progress::Progress(int64_t total, bool enabled, std::atomic<int64_t>* done,
+                   std::atomic<int64_t>* total_out)
+    : total_(total),
+      on_(enabled && ::isatty(2) == 1),
+      done_out_(done),
+      t0_(std::chrono::steady_clock::now()) {
   next_draw_ns_ = 1000000000;  // first draw after one second
+  if (done_out_) done_out_->store(0, std::memory_order_relaxed);
+  if (total_out) total_out->store(total, std::memory_order_relaxed);
 }
 
 Progress::~Progress() {
@@ -49,6 +55,7 @@ Progress::~Progress() {
 
 void Progress::step() {
   int64_t done = done_.fetch_add(1, std::memory_order_relaxed) + 1;
+  if (done_out_) done_out_->fetch_add(1, std::memory_order_relaxed);
   if (!on_) return;
   int64_t ns =
       std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0_)

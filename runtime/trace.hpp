@@ -46,7 +46,9 @@ class Trace {
 class Progress {
  public:
   // Enabled only when stderr is a terminal and `enabled`; prints nothing for the first second.
-  Progress(int64_t total, bool enabled);
+  // `done` and `total` (may be null): counters for a watcher elsewhere, whatever `enabled` is.
+  Progress(int64_t total, bool enabled, std::atomic<int64_t>* done = nullptr,
+           std::atomic<int64_t>* total_out = nullptr);
   ~Progress();
   void step();  // one task done (thread-safe, cheap)
 
@@ -55,6 +57,7 @@ class Progress {
   int64_t total_;
   bool on_;
   std::atomic<int64_t> done_{0};
+  std::atomic<int64_t>* done_out_ = nullptr;
   std::atomic<int64_t> next_draw_ns_{0};
   std::chrono::steady_clock::time_point t0_;
   std::mutex mu_;

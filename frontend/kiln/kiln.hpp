@@ -445,6 +445,11 @@ struct ComputeOptions {
   // running finish), and compute() throws kiln::Error("compute: cancelled") once they have, its
   // memory released. The Python package sets it on Ctrl-C. Read, never written, by Kiln.
   const std::atomic<bool>* cancel = nullptr;
+  // Counters another thread may read while the compute runs (Python's progress bar in
+  // notebooks): tasks_total is set to the plan's block tasks when the run starts, tasks_done
+  // counts those finished. Written, never read, by Kiln.
+  std::atomic<int64_t>* tasks_done = nullptr;
+  std::atomic<int64_t>* tasks_total = nullptr;
   // Plan only: the passes, lowering and kernel compiles run (and ir, kernels, dot_file are
   // written), nothing is computed; compute() returns empty NDArrays. The plan is cached, so a
   // later compute() of the same structure starts running at once. Python's kiln.explain().

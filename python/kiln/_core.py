@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import builtins
 import contextlib
+import functools
 import math
 import numbers
 import operator
+import os
+import sys
 import warnings
 
 import numpy as np
@@ -1010,20 +1013,34 @@ def compute(*arrays, device=None, threads=None, progress=False, trace=None):
     """Computes several arrays in one plan that shares their common work (a factorization's
     parts, a shared input read once); a tuple of NumPy arrays. Arguments that are not kiln
     arrays are returned as they are, as dask.compute does. trace: a file to write the task
-    stream to (Chrome's trace format, as `kiln run --trace`)."""
+    stream to (Chrome's trace format, as `kiln run --trace`). progress: a bar of block tasks
+    done for computes longer than a second, drawn by Kiln on a terminal's stderr, and from
+    Python elsewhere (notebooks: a bar in the cell's output; other streams: text lines)."""
     nodes = [x._a for x in arrays if isinstance(x, Array)]
-    results = iter(
-        _kiln.compute(
-            nodes,
-            device=device if device is not None else _config["device"],
-            threads=threads if threads is not None else _config["threads"],
-            progress=bool(progress),
-            trace="" if trace is None else str(trace),
-        )
-        if nodes
-        else []
+    if not nodes:
+        return tuple(arrays)
+    run = functools.partial(
+        _kiln.compute,
+        nodes,
+        device=device if device is not None else _config["device"],
+        threads=threads if threads is not None else _config["threads"],
+        trace="" if trace is None else str(trace),
     )
+    if progress and not _stderr_is_terminal():
+        from ._progress import watched
+
+        results = iter(watched(run))
+    else:
+        results = iter(run(progress=bool(progress)))
     return tuple(next(results) if isinstance(x, Array) else x for x in arrays)
+
+
+def _stderr_is_terminal() -> bool:
+    """Whether Kiln's own bar (C++, on file descriptor 2) reaches a terminal that shows it."""
+    try:
+        return os.isatty(2) and sys.stderr is not None and sys.stderr.isatty()
+    except (AttributeError, ValueError, OSError):
+        return False
 
 
 def persist(*arrays, **options):
@@ -1166,5 +1183,6 @@ __all__ = [
     n
     for n in list(globals())
     if not n.startswith("_")
-    and n not in ("annotations", "builtins", "contextlib", "math", "numbers", "operator", "warnings", "np")
+    and n not in ("annotations", "builtins", "contextlib", "functools", "math", "numbers", "operator",
+                  "os", "sys", "warnings", "np")
 ]

@@ -171,6 +171,10 @@ nb::tuple tuple_of(const Shape& s) {
   return nb::tuple(l);
 }
 
+struct TaskCounters {
+  std::atomic<int64_t> done{0}, total{-1};  // total: -1 until the run starts
+};
+
 kiln::ComputeOptions compute_options(const std::optional<std::string>& device, int threads,
                                      bool progress) {
   kiln::ComputeOptions o;
@@ -454,18 +458,29 @@ NB_MODULE(_kiln, m) {
            });
 
   // ---- evaluation ----
+  // A compute's task counters, read by a Python thread while the compute runs without the GIL
+  // (the progress bar kiln.compute draws where stderr is not a terminal: notebooks).
+  nb::class_<TaskCounters>(m, "TaskCounters")
+      .def(nb::init<>())
+      .def_prop_ro("done", [](const TaskCounters& c) { return c.done.load(); })
+      .def_prop_ro("total", [](const TaskCounters& c) { return c.total.load(); });
   m.def(
       "compute",
       [](const std::vector<Array>& arrays, std::optional<std::string> device, int threads,
-         bool progress, const std::string& trace) {
+         bool progress, const std::string& trace, TaskCounters* counters) {
         kiln::ComputeOptions o = compute_options(device, threads, progress);
         o.trace_file = trace;
+        if (counters) {
+          o.tasks_done = &counters->done;
+          o.tasks_total = &counters->total;
+        }
         auto out = compute_released(arrays, o);
         nb::list results;
         for (const NDArray& a : out) results.append(to_numpy(a));
         return results;
       },
-      "arrays"_a, "device"_a = nb::none(), "threads"_a = 0, "progress"_a = false, "trace"_a = "");
+      "arrays"_a, "device"_a = nb::none(), "threads"_a = 0, "progress"_a = false, "trace"_a = "",
+      "counters"_a = nb::none());
   // What --emit-ir prints for computing `arrays` (the IR after each pass and the fusion summary),
   // and the kernels planned (their IR and code): planned, not computed.
   m.def(

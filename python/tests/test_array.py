@@ -5,6 +5,7 @@ suite runs on (KILN_DEVICE)."""
 import gc
 import operator
 import os
+import re
 import subprocess
 import sys
 import threading
@@ -53,7 +54,12 @@ def test_attributes_follow_the_array_and_its_blocks():
     assert k.T.shape == (30, 100) and k.mT.shape == (30, 100)
     assert len(k) == 100
     assert "shape=(100, 30)" in repr(k) and "float32" in repr(k)
-    assert "<table>" in k._repr_html_()
+    page = k._repr_html_()
+    assert "<table>" in page and "(100, 30)" in page and "11.72 KiB" in page
+    assert page.count("<line") == 2  # the two row boundaries of the chunk grid (40, 40, 20)
+    assert "1 fused kernel" in page  # planned (not computed) for the repr
+    page = (np.sin(k) + 1).sum(axis=1)._repr_html_()
+    assert "1 fused kernel" in page and "3 block tasks" in page
     check(k.rechunk((25, 10)), a, exact=True)
     assert k.rechunk((25, 10)).chunks == ((25,) * 4, (10,) * 3)
 
@@ -705,3 +711,42 @@ def test_bad_input_from_python_is_an_exception_not_a_crash():
     expr = (k * 2).sum()
     a[:] = 3.0
     assert float(expr) in (2 * a.size, 6 * a.size) or 2 * a.size <= float(expr) <= 6 * a.size
+
+
+def test_progress_bar_where_stderr_is_not_a_terminal(monkeypatch, capsys):
+    """kiln.compute(progress=True) in notebooks and pipes: a Python thread reads the compute's
+    task counters (Kiln's own bar needs a terminal). Drawn at once here, not after a second."""
+    import types
+
+    from kiln import _progress
+
+    monkeypatch.setattr(_progress, "FIRST_DRAW_S", 0.0)
+    monkeypatch.setattr(_progress, "EVERY_S", 0.005)
+    x = kiln.random.default_rng(0).standard_normal((4000, 4000), chunks=(250, 250))
+    want = float((x * x).sum())
+    (v,) = kiln.compute((x * x).sum(), progress=True, threads=1)
+    assert float(v) == want
+    lines = capsys.readouterr().err.strip().splitlines()
+    final = re.fullmatch(r"\[#{30}\] (\d+)/(\d+) tasks .* took \d+\.\d s", lines[-1])
+    assert final and final.group(1) == final.group(2) and int(final.group(2)) >= 256, lines[-1]
+    # In a notebook kernel: an HTML <progress> bar, displayed once and then updated.
+    shown = []
+
+    class Handle:
+        def update(self, page):
+            shown.append(("update", page))
+
+    def display(page, display_id=False):
+        shown.append(("display", page))
+        return Handle()
+
+    ipython = types.ModuleType("IPython")
+    ipython.get_ipython = lambda: types.SimpleNamespace(kernel=object())
+    ipython_display = types.ModuleType("IPython.display")
+    ipython_display.display, ipython_display.HTML = display, str
+    monkeypatch.setitem(sys.modules, "IPython", ipython)
+    monkeypatch.setitem(sys.modules, "IPython.display", ipython_display)
+    kiln.compute((x + 1).sum(), progress=True, threads=1)
+    assert shown[0][0] == "display" and all(kind == "update" for kind, _ in shown[1:])
+    assert "<progress" in shown[-1][1] and "took" in shown[-1][1]
+    assert capsys.readouterr().err == ""

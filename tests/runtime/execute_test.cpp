@@ -248,6 +248,21 @@ TEST(Execute, ACancelledComputeStopsBetweenTasksAndKilnStaysUsable) {
   EXPECT_EQ(compute({(ones({100}, {10}) * 2).sum()}, o)[0].item<double>(), 200.0);
 }
 
+TEST(Execute, TaskCountersFollowTheRun) {
+  // ComputeOptions::tasks_done/tasks_total: what Python's notebook progress bar reads.
+  Array y = (random::Generator(3).uniform(0, 1, {400, 400}, {100, 100}) * 2).sum();
+  std::atomic<int64_t> done{-5}, total{-5};
+  ComputeOptions o;
+  o.tasks_done = &done;
+  o.tasks_total = &total;
+  double v = compute({y}, o)[0].item<double>();
+  EXPECT_NEAR(v, 400 * 400, 400 * 400 * 0.01);
+  EXPECT_GE(total.load(), 16);  // the 16 blocks' tasks, and the reduction's
+  EXPECT_EQ(done.load(), total.load());
+  compute({y}, o);  // reset at the start of each run
+  EXPECT_EQ(done.load(), total.load());
+}
+
 TEST(Execute, PlanOnlyPlansAndCachesWithoutComputing) {
   Array x = random::Generator(9).uniform(0, 1, {300, 300}, {100, 100});
   Array y = (sin(x) * 3 + 1).sum({1});

@@ -28,3 +28,4 @@ newaxis = None
 def compile_target() -> str:
     """What kernels are compiled for here, e.g. "znver4, vector math AVX-512"."""
     return _kiln.compile_target()
+from ._device import DeviceArray  # noqa: E402,F401

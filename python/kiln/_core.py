@@ -624,6 +624,16 @@ def asarray(a, dtype=None, chunks="auto", *, copy=None, device=None):
     if isinstance(a, Array):
         out = a if dtype is None else a.astype(dtype, copy=False)
         return out if chunks == "auto" else out.rechunk(chunks)
+    if not isinstance(a, np.ndarray) and (
+        hasattr(type(a), "__kiln_device_interface__") or hasattr(a, "__cuda_array_interface__")
+    ):  # GPU memory (CuPy, a DeviceArray): read in place by computes on that device
+        from ._device import device_input
+
+        if copy:
+            raise ValueError("kiln.asarray: copy=True of GPU memory is not supported (copy it "
+                             "with its own library first)")
+        out = _wrap(device_input(a, lambda shape: _chunks_arg(chunks, shape)))
+        return out if dtype is None else out.astype(dtype, copy=False)
     if copy is False and not isinstance(a, np.ndarray) and not hasattr(a, "__dlpack__"):
         raise ValueError("kiln.asarray: copy=False needs an array to view")
     if isinstance(a, np.ndarray) or hasattr(a, "__array_interface__"):
@@ -1009,13 +1019,16 @@ def einsum(subscripts, *operands, out=None, optimize=False, **kwargs):
 # ---- evaluation ---------------------------------------------------------------------------------
 
 
-def compute(*arrays, device=None, threads=None, progress=False, trace=None):
+def compute(*arrays, device=None, threads=None, progress=False, trace=None, keep_on_device=False):
     """Computes several arrays in one plan that shares their common work (a factorization's
     parts, a shared input read once); a tuple of NumPy arrays. Arguments that are not kiln
     arrays are returned as they are, as dask.compute does. trace: a file to write the task
     stream to (Chrome's trace format, as `kiln run --trace`). progress: a bar of block tasks
     done for computes longer than a second, drawn by Kiln on a terminal's stderr, and from
-    Python elsewhere (notebooks: a bar in the cell's output; other streams: text lines)."""
+    Python elsewhere (notebooks: a bar in the cell's output; other streams: text lines).
+    keep_on_device: on a GPU device (cuda, cuda-emu), kiln.DeviceArray results that stay in
+    device memory (the CUDA array interface and DLPack on cuda: cupy.asarray(r) takes them
+    without a copy) instead of NumPy arrays."""
     nodes = [x._a for x in arrays if isinstance(x, Array)]
     if not nodes:
         return tuple(arrays)
@@ -1025,6 +1038,7 @@ def compute(*arrays, device=None, threads=None, progress=False, trace=None):
         device=device if device is not None else _config["device"],
         threads=threads if threads is not None else _config["threads"],
         trace="" if trace is None else str(trace),
+        keep_on_device=bool(keep_on_device),
     )
     if progress and not _stderr_is_terminal():
         from ._progress import watched
@@ -1032,7 +1046,12 @@ def compute(*arrays, device=None, threads=None, progress=False, trace=None):
         results = iter(watched(run))
     else:
         results = iter(run(progress=bool(progress)))
-    return tuple(next(results) if isinstance(x, Array) else x for x in arrays)
+    out = tuple(next(results) if isinstance(x, Array) else x for x in arrays)
+    if keep_on_device:
+        from ._device import DeviceArray
+
+        out = tuple(DeviceArray(r) if isinstance(r, _kiln.DeviceResult) else r for r in out)
+    return out
 
 
 def _stderr_is_terminal() -> bool:

@@ -431,6 +431,52 @@ NB_MODULE(_kiln, m) {
   m.def("from_host", [](HostArray a, const std::vector<int64_t>& chunks) {
     return from_host(std::move(a), shape_of(chunks));
   });
+  // Device memory described by the CUDA array interface (or a DeviceResult's): a lazy array read
+  // in place by computes on that device, holding `owner` (the producer) until Kiln is done.
+  m.def("from_device", [](uintptr_t ptr, const std::string& dtype, const std::vector<int64_t>& shape,
+                          const std::vector<int64_t>& chunks, const std::string& device, int index,
+                          nb::object owner) {
+    kiln::MemoryPlace place;
+    place.device = kiln::device_from_name(device, "kiln.asarray's device");
+    place.index = index;
+    if (place.on_host())
+      throw nb::value_error(("kiln.asarray: device memory on '" + device +
+                             "', which is not a GPU device (cuda or cuda-emu)")
+                                .c_str());
+    return kiln::from_device_buffer(reinterpret_cast<const void*>(ptr), dtype_named(dtype),
+                                    shape_of(shape), shape_of(chunks), place,
+                                    held_by_kiln(std::move(owner)));
+  });
+  // A result kept in a GPU's memory (compute(..., keep_on_device=True)): where it is and what
+  // it holds; host() copies it back. kiln.DeviceArray wraps it with the CUDA array interface.
+  nb::class_<NDArray>(m, "DeviceResult")
+      .def_prop_ro("ptr", [](NDArray& a) { return reinterpret_cast<uintptr_t>(a.data()); })
+      .def_prop_ro("shape", [](const NDArray& a) { return tuple_of(a.shape()); })
+      .def_prop_ro("dtype", [](const NDArray& a) { return std::string(kiln::dtype_name(a.dtype())); })
+      .def_prop_ro("device",
+                   [](const NDArray& a) { return std::string(kiln::device_name(a.place().device)); })
+      .def_prop_ro("index", [](const NDArray& a) { return a.place().index; })
+      .def("host", [](const NDArray& a) {
+        NDArray h;
+        {
+          nb::gil_scoped_release release;
+          h = a.to_host();
+        }
+        return to_numpy(h);
+      })
+      // The memory as a DLPack producer on kDLCUDA (nanobind's ndarray object: __dlpack__ and
+      // __dlpack_device__), holding the result. Only for device cuda: cuda-emu's memory is host
+      // memory, which no CUDA consumer may read as device memory.
+      .def("dlpack_view", [](const NDArray& a) {
+        if (a.place().device != kiln::Device::Cuda)
+          throw nb::buffer_error("kiln: only results on device cuda export DLPack device memory");
+        std::vector<size_t> shape(a.shape().begin(), a.shape().end());
+        auto* keep = new NDArray(a);
+        nb::capsule owner(keep, [](void* p) noexcept { delete static_cast<NDArray*>(p); });
+        return nb::ndarray<nb::ro>(keep->data(), shape.size(), shape.data(), owner, nullptr,
+                                   dlpack_of(a.dtype()), nb::device::cuda::value,
+                                   a.place().index);
+      });
   m.def("load_npy", [](const std::string& path, const std::vector<int64_t>& chunks) {
     return kiln::load_npy(path, shape_of(chunks));
   });
@@ -467,20 +513,22 @@ NB_MODULE(_kiln, m) {
   m.def(
       "compute",
       [](const std::vector<Array>& arrays, std::optional<std::string> device, int threads,
-         bool progress, const std::string& trace, TaskCounters* counters) {
+         bool progress, const std::string& trace, TaskCounters* counters, bool keep_on_device) {
         kiln::ComputeOptions o = compute_options(device, threads, progress);
         o.trace_file = trace;
+        o.keep_on_device = keep_on_device;
         if (counters) {
           o.tasks_done = &counters->done;
           o.tasks_total = &counters->total;
         }
         auto out = compute_released(arrays, o);
         nb::list results;
-        for (const NDArray& a : out) results.append(to_numpy(a));
+        for (const NDArray& a : out)
+          results.append(a.on_device() ? nb::cast(a) : to_numpy(a));  // a DeviceResult
         return results;
       },
       "arrays"_a, "device"_a = nb::none(), "threads"_a = 0, "progress"_a = false, "trace"_a = "",
-      "counters"_a = nb::none());
+      "counters"_a = nb::none(), "keep_on_device"_a = false);
   // What --emit-ir prints for computing `arrays` (the IR after each pass and the fusion summary),
   // and the kernels planned (their IR and code): planned, not computed.
   m.def(

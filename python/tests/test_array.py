@@ -750,3 +750,47 @@ def test_progress_bar_where_stderr_is_not_a_terminal(monkeypatch, capsys):
     assert shown[0][0] == "display" and all(kind == "update" for kind, _ in shown[1:])
     assert "<progress" in shown[-1][1] and "took" in shown[-1][1]
     assert capsys.readouterr().err == ""
+
+
+def test_gpu_results_stay_in_device_memory_and_come_back_without_a_copy_on_the_emulator():
+    x = kiln.random.default_rng(1).standard_normal((300, 200), chunks=(100, 100))
+    y = np.sin(x) * 2
+    want = y.compute()
+    (r,) = kiln.compute(y, device="cuda-emu", keep_on_device=True)
+    assert isinstance(r, kiln.DeviceArray) and r.device == "cuda-emu:0"
+    assert r.shape == (300, 200) and r.dtype == np.float64 and r.nbytes == 480000
+    assert not hasattr(r, "__cuda_array_interface__")  # the emulator's memory is host memory
+    with pytest.raises(BufferError):
+        r.__dlpack__()
+    np.testing.assert_array_equal(r.get(), want)
+    np.testing.assert_array_equal(np.asarray(r), want)
+    d = r.__kiln_device_interface__
+    assert d["version"] == 3 and d["typestr"] == "<f8" and d["strides"] is None and d["data"][0]
+    k = kiln.asarray(r, chunks=(150, 200))  # read in place by computes on cuda-emu
+    assert k.chunks == ((150, 150), (200,))
+    with kiln.config.set(device="cuda-emu"):
+        np.testing.assert_array_equal((k + 1).compute(), want + 1)
+    with pytest.raises(kiln.KilnError, match="cuda-emu:0's memory"):
+        (k + 1).compute(device="cpu")
+
+
+def test_cuda_array_interface_inputs_are_checked():
+    class Producer:  # CuPy's side of the protocol (never computed here: no GPU)
+        def __init__(self, **fields):
+            self.__cuda_array_interface__ = dict(
+                {"shape": (4, 3), "typestr": "<f4", "data": (0x7F0000, False), "version": 3,
+                 "strides": None, "stream": None}, **fields)
+
+    k = kiln.asarray(Producer(), chunks=(2, 3))
+    assert k.shape == (4, 3) and k.dtype == np.float32 and k.chunks == ((2, 2), (3,))
+    assert kiln.asarray(Producer(strides=(12, 4))).shape == (4, 3)  # C order, spelled out
+    with pytest.raises(ValueError, match="C-contiguous"):
+        kiln.asarray(Producer(strides=(4, 16)))
+    with pytest.raises(TypeError, match="unsupported dtype float16"):
+        kiln.asarray(Producer(typestr="<f2"))
+    with pytest.raises(TypeError, match="masked"):
+        kiln.asarray(Producer(mask=object()))
+    with pytest.raises(TypeError, match="stream"):
+        kiln.asarray(Producer(stream=7))  # no CuPy here to synchronize it with
+    with pytest.raises(ValueError, match="null pointer"):
+        kiln.asarray(Producer(data=(0, False)))

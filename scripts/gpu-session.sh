@@ -10,6 +10,8 @@
 # value, each with a limit of its own and skipped, saying so, once the budget is spent:
 #   env        nvidia-smi, the CUDA libraries found and their versions, CuPy/JAX versions
 #   doctor     `kiln doctor --device cuda` (where this kiln has it): one line per check
+#   python     scripts/gpu-python-check.py: the Python package's device protocols with CuPy (the
+#              pack holds the extension built for the GPU machine's Python 3.12)
 #   workloads  the issue's workloads, --json --repeat 5, with and without --resident and --rng
 #              curand; then each once more with KILN_CUDA_PROFILE=1 (the kernels' share)
 #   peers      bench/peers/gpu_peers.py (copy ceiling, CuPy, JAX on the same work), if present
@@ -33,14 +35,33 @@ if [ "$mode" = pack ]; then
   for p in kiln kiln_tests; do
     printf '%s %s\n' "$p" "$(readelf -n "build/release/$p" | awk '/Build ID/ {print $3}')"
   done >.device-pack/build-ids.txt
+  # The Python package for the GPU machine's Python 3.12 (NumPy 2.5, CuPy): the extension built
+  # by a 3.12 here (pyenv's, or KILN_PACK_PYTHON) in build/py312, over the pack's libkiln.so.0.
+  py312="${KILN_PACK_PYTHON:-$(ls -d /root/.pyenv/versions/3.12*/bin/python3.12 2>/dev/null | tail -1)}"
+  if [ -n "$py312" ] && [ -x "$py312" ]; then
+    [ -x .venv/py312/bin/python ] || "$py312" -m venv .venv/py312
+    .venv/py312/bin/pip install -q "$(grep '^numpy==' tests/requirements.txt)" \
+      "$(grep '^nanobind==' tests/requirements.txt)"
+    cmake -S . -B build/py312 -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+      -DPython_EXECUTABLE="$PWD/.venv/py312/bin/python" >/dev/null
+    cmake --build build/py312 --target _kiln
+    # One file: the pack's unpack.sh copies plain files into dp/ (a directory would stop it).
+    rm -rf build/py312/pack && mkdir -p build/py312/pack
+    cp -rL build/py312/python/kiln build/py312/pack/
+    cp -L build/py312/libkiln.so.0 build/py312/pack/  # the extension's; the rest are in the pack
+    strip --strip-unneeded build/py312/pack/kiln/_kiln*.so build/py312/pack/libkiln.so.0
+    tar -cf .device-pack/kiln-python.tar -C build/py312/pack kiln libkiln.so.0
+  else
+    echo "no Python 3.12 here: the pack has no Python package (the python step will skip)" >&2
+  fi
   du -sh .device-pack
   exit 0
 fi
 if [ "$mode" != run ]; then
-  echo "usage: $0 pack | run [env|doctor|workloads|peers|tests ...]" >&2
+  echo "usage: $0 pack | run [env|doctor|python|workloads|peers|tests ...]" >&2
   exit 2
 fi
-steps="${*:-env doctor workloads peers tests}"
+steps="${*:-env doctor python workloads peers tests}"
 
 out="${OUT:-/tmp/kiln-gpu-out}"
 logs="$out/logs"
@@ -135,6 +156,27 @@ if want doctor; then
     tail -n 40 "$logs/doctor.log" | tee -a "$summary"
   else
     say "this kiln has no doctor"
+  fi
+fi
+
+if want python; then
+  step_start python
+  t="$(limit 90)"
+  pydir="$PWD/build/release/python"  # the dry run: this build's package and the oracle venv
+  py="${KILN_PYTHON:-python3}"
+  if [ "$device" = cuda ] && [ -f dp/kiln-python.tar ]; then
+    mkdir -p dp/python && tar -xf dp/kiln-python.tar -C dp/python
+    pydir="$PWD/dp/python" py=python3
+  fi
+  if [ "$t" -eq 0 ]; then
+    say "skipped: the budget is spent"
+  elif [ -d "$pydir/kiln" ]; then
+    PYTHONPATH="$pydir" LD_LIBRARY_PATH="$pydir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
+      timeout -k 3 "$t" "$py" scripts/gpu-python-check.py "$device" >"$logs/python.log" 2>&1
+    say "gpu-python-check.py $device: exit $?"
+    tail -n 20 "$logs/python.log" | tee -a "$summary"
+  else
+    say "no Python package in the pack"
   fi
 fi
 

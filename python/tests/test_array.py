@@ -762,14 +762,16 @@ def test_gpu_results_stay_in_device_memory_and_come_back_without_a_copy_on_the_e
     assert not hasattr(r, "__cuda_array_interface__")  # the emulator's memory is host memory
     with pytest.raises(BufferError):
         r.__dlpack__()
-    np.testing.assert_array_equal(r.get(), want)
-    np.testing.assert_array_equal(np.asarray(r), want)
+    host = r.get()
+    # The emulator's sin and the CPU's vector math agree to an ulp, not always to the bit.
+    np.testing.assert_allclose(host, want, rtol=1e-14, atol=1e-15)
+    np.testing.assert_array_equal(np.asarray(r), host)
     d = r.__kiln_device_interface__
     assert d["version"] == 3 and d["typestr"] == "<f8" and d["strides"] is None and d["data"][0]
     k = kiln.asarray(r, chunks=(150, 200))  # read in place by computes on cuda-emu
     assert k.chunks == ((150, 150), (200,))
     with kiln.config.set(device="cuda-emu"):
-        np.testing.assert_array_equal((k + 1).compute(), want + 1)
+        np.testing.assert_array_equal((k + 1).compute(), host + 1)
     with pytest.raises(kiln.KilnError, match="cuda-emu:0's memory"):
         (k + 1).compute(device="cpu")
 

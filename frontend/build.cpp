@@ -95,17 +95,17 @@ NodeRef scalar_node(const std::string& op, const Scalar& s, DType t) {
   return scalar_node(t, s.kind == ScalarKind::Float || is_float(t), s.f, s.i);
 }
 
+const Attrs kNoAttrs;  // for Context::intern of the ops without attributes
+
 NodeRef cast_node(const NodeRef& a, DType t) {
   if (a->dtype == t) return a;
   if (a->op == Op::Scalar) return scalar_node(t, is_float(a->dtype), a->attrs.f, a->attrs.i);
-  static const Attrs none;
-  return ctx().intern({Op::Cast, t, a->shape, a->chunks, &a, 1, none});
+  return ctx().intern({Op::Cast, t, a->shape, a->chunks, &a, 1, kNoAttrs});
 }
 
 NodeRef broadcast_node(const NodeRef& a, const Shape& shape, const Chunks& chunks) {
   if (a->shape == shape) return a;
-  static const Attrs none;
-  return ctx().intern({Op::Broadcast, a->dtype, shape, chunks, &a, 1, none});
+  return ctx().intern({Op::Broadcast, a->dtype, shape, chunks, &a, 1, kNoAttrs});
 }
 
 Shape broadcast_shapes(const std::string& op, const Shape& a, const Shape& b) {

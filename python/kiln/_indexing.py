@@ -55,6 +55,19 @@ def _positions(k, n, axis):
     return np.where(a < 0, a + n, a)
 
 
+def _runs(positions, what):
+    """(starts, counts) of the runs of consecutive values in `positions` (an index array): each
+    run is one slice of a gather or an assignment, at most MAX_RUNS of them."""
+    starts = np.flatnonzero(np.concatenate(([True], np.diff(positions) != 1)))
+    if len(starts) > MAX_RUNS:
+        raise IndexError(
+            f"kiln: {what} has {len(starts)} runs of consecutive positions, more than the "
+            f"{MAX_RUNS} it is built from (one slice each); sort the indices, or compute() the "
+            f"array and index the NumPy result"
+        )
+    return starts, np.diff(np.concatenate((starts, [len(positions)])))
+
+
 def take(x, indices, axis=0):
     """x's elements at `indices` (1-D integers, or a boolean mask) along `axis`, as np.take.
     Built lazily as slices of x joined by concatenate: runs of consecutive indices (or one
@@ -76,14 +89,7 @@ def take(x, indices, axis=0):
     d = np.diff(idx)
     if len(d) == 0 or (d[0] != 0 and (d == d[0]).all()):  # one arithmetic progression
         return piece(int(idx[0]), int(d[0]) if len(d) else 1, len(idx))
-    starts = np.flatnonzero(np.concatenate(([True], d != 1)))
-    if len(starts) > MAX_RUNS:
-        raise IndexError(
-            f"kiln: this integer-array index has {len(starts)} runs of consecutive positions "
-            f"along axis {axis}, more than the {MAX_RUNS} a gather is built from (one slice "
-            f"each); sort the indices, or compute() the array and index the NumPy result"
-        )
-    counts = np.diff(np.concatenate((starts, [len(idx)])))
+    starts, counts = _runs(idx, f"this integer-array index along axis {axis}")
     pieces = [piece(int(idx[s]), 1, int(c)) for s, c in zip(starts, counts)]
     return pieces[0] if len(pieces) == 1 else _core.concatenate(pieces, axis=axis)
 
@@ -273,14 +279,7 @@ def _spread(v, positions, n, axis):
     """v, whose axis holds one entry per position (sorted, distinct), placed at those positions
     of an axis of length n, zeros elsewhere: slices of v and zero blocks, concatenated."""
     before = (slice(None),) * axis
-    d = np.diff(positions)
-    starts = np.flatnonzero(np.concatenate(([True], d != 1)))
-    if len(starts) > MAX_RUNS:
-        raise IndexError(
-            f"kiln: this assignment's index has {len(starts)} runs of consecutive positions, more "
-            f"than the {MAX_RUNS} it is built from (one slice each)"
-        )
-    counts = np.diff(np.concatenate((starts, [len(positions)])))
+    starts, counts = _runs(positions, "this assignment's index")
     pieces, done = [], 0
 
     def gap(length):
@@ -333,8 +332,8 @@ def _advanced_setitem(x, key, value, scalar):
     positions = _positions(k, n, axis)
     order = np.argsort(positions, kind="stable")
     sorted_pos = positions[order]
-    last = np.concatenate((sorted_pos[1:] != sorted_pos[:-1], [True])) if len(order) else order
-    order, sorted_pos = order[last.astype(bool)], sorted_pos[last.astype(bool)]
+    last = np.append(sorted_pos[1:] != sorted_pos[:-1], True)[: len(order)]  # of equal positions
+    order, sorted_pos = order[last], sorted_pos[last]
     selected = np.zeros(n, dtype=bool)
     selected[sorted_pos] = True
     mask = _core.asarray(selected.reshape((n,) + (1,) * (x.ndim - axis - 1)))

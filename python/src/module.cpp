@@ -151,14 +151,17 @@ Array from_host(HostArray a, const Shape& chunks) {
   return kiln::from_buffer(data, *t, shape, chunks, held_by_kiln(std::move(a)));
 }
 
+// A capsule holding a copy of `a` (its storage shared): the owner of an ndarray over its memory.
+nb::capsule holding(const NDArray& a) {
+  return nb::capsule(new NDArray(a), [](void* p) noexcept { delete static_cast<NDArray*>(p); });
+}
+
 // A computed host array as a NumPy array that owns it (no copy). Writable: every compute()
 // returns memory of its own, as NumPy's functions do.
 nb::object to_numpy(const NDArray& computed) {
   NDArray a = computed.on_device() ? computed.to_host() : computed;
   std::vector<size_t> shape(a.shape().begin(), a.shape().end());
-  auto* keep = new NDArray(a);
-  nb::capsule owner(keep, [](void* p) noexcept { delete static_cast<NDArray*>(p); });
-  return nb::ndarray<nb::numpy>(keep->data(), shape.size(), shape.data(), owner, nullptr,
+  return nb::ndarray<nb::numpy>(a.data(), shape.size(), shape.data(), holding(a), nullptr,
                                 dlpack_of(a.dtype()))
       .cast();
 }
@@ -433,9 +436,9 @@ NB_MODULE(_kiln, m) {
   });
   // Device memory described by the CUDA array interface (or a DeviceResult's): a lazy array read
   // in place by computes on that device, holding `owner` (the producer) until Kiln is done.
-  m.def("from_device", [](uintptr_t ptr, const std::string& dtype, const std::vector<int64_t>& shape,
-                          const std::vector<int64_t>& chunks, const std::string& device, int index,
-                          nb::object owner) {
+  m.def("from_device", [](uintptr_t ptr, const std::string& dtype,
+                          const std::vector<int64_t>& shape, const std::vector<int64_t>& chunks,
+                          const std::string& device, int index, nb::object owner) {
     kiln::MemoryPlace place;
     place.device = kiln::device_from_name(device, "kiln.asarray's device");
     place.index = index;
@@ -452,30 +455,30 @@ NB_MODULE(_kiln, m) {
   nb::class_<NDArray>(m, "DeviceResult")
       .def_prop_ro("ptr", [](NDArray& a) { return reinterpret_cast<uintptr_t>(a.data()); })
       .def_prop_ro("shape", [](const NDArray& a) { return tuple_of(a.shape()); })
-      .def_prop_ro("dtype", [](const NDArray& a) { return std::string(kiln::dtype_name(a.dtype())); })
-      .def_prop_ro("device",
-                   [](const NDArray& a) { return std::string(kiln::device_name(a.place().device)); })
+      .def_prop_ro("dtype",
+                   [](const NDArray& a) { return std::string(kiln::dtype_name(a.dtype())); })
+      .def_prop_ro(
+          "device",
+          [](const NDArray& a) { return std::string(kiln::device_name(a.place().device)); })
       .def_prop_ro("index", [](const NDArray& a) { return a.place().index; })
-      .def("host", [](const NDArray& a) {
-        NDArray h;
-        {
-          nb::gil_scoped_release release;
-          h = a.to_host();
-        }
-        return to_numpy(h);
-      })
+      .def("host",
+           [](const NDArray& a) {
+             NDArray h;
+             {
+               nb::gil_scoped_release release;
+               h = a.to_host();
+             }
+             return to_numpy(h);
+           })
       // The memory as a DLPack producer on kDLCUDA (nanobind's ndarray object: __dlpack__ and
       // __dlpack_device__), holding the result. Only for device cuda: cuda-emu's memory is host
       // memory, which no CUDA consumer may read as device memory.
-      .def("dlpack_view", [](const NDArray& a) {
+      .def("dlpack_view", [](NDArray& a) {
         if (a.place().device != kiln::Device::Cuda)
           throw nb::buffer_error("kiln: only results on device cuda export DLPack device memory");
         std::vector<size_t> shape(a.shape().begin(), a.shape().end());
-        auto* keep = new NDArray(a);
-        nb::capsule owner(keep, [](void* p) noexcept { delete static_cast<NDArray*>(p); });
-        return nb::ndarray<nb::ro>(keep->data(), shape.size(), shape.data(), owner, nullptr,
-                                   dlpack_of(a.dtype()), nb::device::cuda::value,
-                                   a.place().index);
+        return nb::ndarray<nb::ro>(a.data(), shape.size(), shape.data(), holding(a), nullptr,
+                                   dlpack_of(a.dtype()), nb::device::cuda::value, a.place().index);
       });
   m.def("load_npy", [](const std::string& path, const std::vector<int64_t>& chunks) {
     return kiln::load_npy(path, shape_of(chunks));

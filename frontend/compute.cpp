@@ -11,8 +11,10 @@
 #include "kiln/kiln.hpp"
 #include "passes/parameterize.hpp"
 #include "passes/pipeline.hpp"
+#include "runtime/distributed.hpp"
 #include "runtime/execute.hpp"
 #include "runtime/memory.hpp"
+#include "runtime/placement.hpp"
 #include "support/files.hpp"
 #include "support/flags.hpp"
 
@@ -115,7 +117,11 @@ std::vector<NDArray> compute(const std::vector<Array>& arrays, const ComputeOpti
       files::write(opt.dot_file, dot.str(), "compute: cannot write the DOT file");
     }
     std::shared_ptr<const Plan> built = build_plan(std::move(fused), device, opt.kernels);
-    if (opt.ir) *opt.ir << storage_summary(*built);
+    if (opt.ir) {
+      *opt.ir << storage_summary(*built);
+      if (dist::Transport* w = opt.distributed ? dist::world() : nullptr; w && w->size() > 1)
+        *opt.ir << placement_summary(*placement(*built, w->size()));
+    }
     std::lock_guard<std::mutex> lock(g_mu);
     ++g_totals.plans_built;
     auto& entry = g_plans[key];
@@ -147,6 +153,10 @@ std::vector<NDArray> compute(const std::vector<Array>& arrays, const ComputeOpti
   ro.cancel = opt.cancel;
   ro.tasks_done = opt.tasks_done;
   ro.tasks_total = opt.tasks_total;
+  if (opt.distributed) {
+    if (flags().mpi && !dist::world()) dist::start(nullptr, nullptr);
+    ro.transport = dist::world();
+  }
   ro.devices = opt.devices != 0 ? opt.devices : flags().devices;
   if (ro.devices < 0)
     throw Error("compute: devices must be at least 1 (0: the default), not " +
@@ -188,6 +198,16 @@ std::vector<NDArray> compute(const std::vector<Array>& arrays, const ComputeOpti
     last.last_between_devices_bytes = res.transfers.between_bytes;
     last.last_peak_device_bytes = device_peak_bytes() - device_before;
   }
+  if (res.dist.ranks > 1) {
+    last.last_ranks = res.dist.ranks;
+    last.last_rank_tasks = res.dist.tasks;
+    last.last_messages_sent = res.dist.messages_sent;
+    last.last_bytes_sent = res.dist.bytes_sent;
+    last.last_messages_received = res.dist.messages_received;
+    last.last_bytes_received = res.dist.bytes_received;
+    last.last_predicted_messages = res.dist.predicted_messages;
+    last.last_predicted_bytes = res.dist.predicted_bytes;
+  }
   last.last_compile_seconds = after.compile_seconds - before.compile_seconds;
   last.last_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   t_last = last;
@@ -195,6 +215,8 @@ std::vector<NDArray> compute(const std::vector<Array>& arrays, const ComputeOpti
     std::lock_guard<std::mutex> lock(g_mu);
     ++g_totals.computes;
     g_totals.tasks += res.tasks;
+    g_totals.messages_sent += res.dist.messages_sent;
+    g_totals.bytes_sent += res.dist.bytes_sent;
     g_totals.max_peak_bytes = std::max(g_totals.max_peak_bytes, last.last_peak_bytes);
   }
   return out;
@@ -219,6 +241,8 @@ Stats stats() {
   s.plan_cache_hits = g_totals.plan_cache_hits;
   s.computes = g_totals.computes;
   s.tasks = g_totals.tasks;
+  s.messages_sent = g_totals.messages_sent;
+  s.bytes_sent = g_totals.bytes_sent;
   s.max_peak_bytes = g_totals.max_peak_bytes;
   return s;
 }

@@ -4,9 +4,13 @@
 #include <tbb/task_arena.h>
 #include <tbb/task_group.h>
 
+#include <sched.h>
+
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
+#include <cstdio>
 #include <cstring>
 #include <exception>
 #include <functional>
@@ -21,7 +25,9 @@
 #include "codegen/reduce_rules.hpp"
 #include "ir/element.hpp"
 #include "runtime/device.hpp"
+#include "runtime/distributed.hpp"
 #include "runtime/memory.hpp"
+#include "runtime/placement.hpp"
 #include "support/checked.hpp"
 #include "support/error.hpp"
 
@@ -288,6 +294,310 @@ class Run {
 
   int64_t tasks_run() const { return tasks_run_.load(); }
 
+  // A distributed run (runtime/placement.hpp, docs/DISTRIBUTED.md). Every rank walks the plan's
+  // tasks in the order one thread runs them (the same on every rank: the same plan, the same
+  // ready set). A task of its own it runs, then sends each rank in the placement's list what that
+  // rank reads of its products, in one message; another rank's task whose products it reads, it
+  // receives; other tasks it only counts off (the reads they release, the partials it holds for
+  // them). Sends never wait, and a rank waits only for a message whose task comes earlier in the
+  // common order on its sender, so no cycle of waits can form. Results are the same bits as one
+  // process's: each task computes what it would there, the reductions fold in the plan's trees.
+  // Errors: the rank whose task fails tells every other rank; all stop, agree on the first rank
+  // that failed, drain the messages left, and raise that rank's error.
+  DistCounts run_distributed(dist::Transport& tr, const Placement& pl) {
+    tr_ = &tr;
+    pl_ = &pl;
+    epoch_ = dist::next_epoch();
+    const int me = tr.rank(), ranks = tr.size();
+    sent_.assign(static_cast<size_t>(ranks), 0);
+    got_.assign(static_cast<size_t>(ranks), 0);
+    std::vector<int> waits(p_.tasks.size());
+    ReadySet ready(p_.tasks, p_.streams);
+    for (size_t t = 0; t < p_.tasks.size(); ++t) {
+      waits[t] = p_.tasks[t].waits;
+      if (waits[t] == 0) ready.push(static_cast<int>(t));
+    }
+    bool stop = false, own_error = false;
+    while (!ready.empty()) {
+      const int t = ready.pop();
+      for (int s : p_.tasks[t].next)
+        if (--waits[s] == 0) ready.push(s);
+      const int owner = pl.owner[t];
+      if (stop || owner < 0) continue;
+      const PlanTask& task = p_.tasks[t];
+      const bool skipped = !needed_.empty() && !needed_[task.group];
+      if (owner == me || skipped) {
+        execute(t);
+        if (failed_.load()) {
+          own_error = stop = true;
+          notify_error();
+        } else if (owner == me && !skipped) {
+          send_products(t);
+        }
+        continue;
+      }
+      const auto& to = pl.sends_to[t];
+      if (std::binary_search(to.begin(), to.end(), me) && !receive_products(t, owner)) {
+        stop = true;  // another rank failed
+        continue;
+      }
+      forget(task);
+      progress_->step();
+    }
+    finish(own_error);
+    if (error_) std::rethrow_exception(error_);
+    DistCounts c = counts_;
+    c.ranks = ranks;
+    c.tasks = tasks_run_.load();
+    c.predicted_messages = pl.messages[static_cast<size_t>(me)];
+    c.predicted_bytes = pl.bytes[static_cast<size_t>(me)];
+    return c;
+  }
+
+ private:
+  struct MessageHead {
+    uint64_t epoch;
+    int64_t task;
+  };
+
+  // Calls f(first element, elements) for each contiguous run of a box's elements.
+  template <class F>
+  static void box_runs(const Piece& pc, F f) {
+    const size_t r = pc.ext.size();
+    for (int64_t e : pc.ext)
+      if (e <= 0) return;
+    const bool inner = r > 0 && pc.strides[r - 1] == 1;
+    const size_t outer = inner ? r - 1 : r;
+    const int64_t run = inner ? pc.ext[r - 1] : 1;
+    std::vector<int64_t> idx(outer, 0);
+    while (true) {
+      int64_t at = pc.base;
+      for (size_t d = 0; d < outer; ++d) at += idx[d] * pc.strides[d];
+      f(at, run);
+      size_t d = outer;
+      while (d > 0 && ++idx[d - 1] == pc.ext[d - 1]) idx[--d] = 0;
+      if (d == 0) return;
+    }
+  }
+
+  void send_products(int t) {
+    for (int dest : pl_->sends_to[t]) {
+      size_t bytes = 0;
+      for (const Piece& pc : pl_->pieces[t])
+        if (std::binary_search(pc.to.begin(), pc.to.end(), dest)) bytes += pc.bytes;
+      auto msg = std::make_shared<std::vector<char>>(sizeof(MessageHead) + bytes);
+      const MessageHead head{epoch_, t};
+      std::memcpy(msg->data(), &head, sizeof head);
+      char* at = msg->data() + sizeof head;
+      for (const Piece& pc : pl_->pieces[t]) {
+        if (!std::binary_search(pc.to.begin(), pc.to.end(), dest)) continue;
+        pack(pc, at);
+        at += pc.bytes;
+      }
+      tr_->send(dest, dist::kData, std::move(msg));
+      ++sent_[static_cast<size_t>(dest)];
+      ++counts_.messages_sent;
+      counts_.bytes_sent += static_cast<int64_t>(bytes);
+    }
+  }
+
+  void pack(const Piece& pc, char* to) {
+    switch (pc.kind) {
+      case Piece::Kind::Partial:
+        std::memcpy(to, partial_[pc.id], pc.bytes);
+        return;
+      case Piece::Kind::Block:
+        std::memcpy(to, blocks_[p_.arrays[pc.id].block_offset + pc.block].get(), pc.bytes);
+        return;
+      case Piece::Kind::Box: {
+        const char* from = static_cast<const char*>(data_[pc.id].get());
+        box_runs(pc, [&](int64_t at, int64_t n) {
+          std::memcpy(to, from + at * static_cast<int64_t>(pc.es), static_cast<size_t>(n) * pc.es);
+          to += static_cast<size_t>(n) * pc.es;
+        });
+        return;
+      }
+    }
+  }
+
+  void unpack(const Piece& pc, const char* from) {
+    switch (pc.kind) {
+      case Piece::Kind::Partial:
+        partial_[pc.id] = host_alloc(pc.bytes);
+        std::memcpy(partial_[pc.id], from, pc.bytes);
+        return;
+      case Piece::Kind::Block: {
+        auto& buf = blocks_[p_.arrays[pc.id].block_offset + pc.block];
+        buf = pool_.get(pc.bytes);
+        std::memcpy(buf.get(), from, pc.bytes);
+        return;
+      }
+      case Piece::Kind::Box: {
+        ensure_array(pc.id);
+        char* to = static_cast<char*>(data_[pc.id].get());
+        box_runs(pc, [&](int64_t at, int64_t n) {
+          std::memcpy(to + at * static_cast<int64_t>(pc.es), from, static_cast<size_t>(n) * pc.es);
+          from += static_cast<size_t>(n) * pc.es;
+        });
+        return;
+      }
+    }
+  }
+
+  // Waits until a message from `from` (-1: any rank) is there on `channel`, or (data) another
+  // rank's error notice is; false for the latter. A rank silent for timeout_s() is lost: the job
+  // ends. Polls, yielding the core between probes (ranks may share cores).
+  bool await(int from, int channel, size_t* bytes) {
+    const auto start = std::chrono::steady_clock::now();
+    int sender = 0;
+    for (int spins = 0;; ++spins) {
+      if (tr_->probe(from, channel, &sender, bytes)) return true;
+      if (channel == dist::kData && tr_->probe(-1, dist::kErrorNotice, &sender, nullptr))
+        return false;
+      tr_->complete_sends(false);
+      if (spins < 64) continue;
+      if (spins < 4096) {
+        sched_yield();
+        continue;
+      }
+      std::this_thread::sleep_for(std::chrono::microseconds(50));
+      if ((spins & 255) == 0 &&
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() >
+              dist::timeout_s())
+        lost(from);
+    }
+  }
+
+  [[noreturn]] void lost(int from) {
+    std::fprintf(stderr,
+                 "kiln: rank %d of %d: waited %g s (KILN_MPI_TIMEOUT) for %s; it has died or "
+                 "hangs: ending the job\n",
+                 tr_->rank(), tr_->size(), dist::timeout_s(),
+                 from >= 0 ? ("rank " + std::to_string(from)).c_str() : "the other ranks");
+    std::fflush(stderr);
+    tr_->abort(1);
+    std::abort();  // (abort() does not return)
+  }
+
+  bool receive_products(int t, int owner) {
+    size_t bytes = 0;
+    if (!await(owner, dist::kData, &bytes)) return false;
+    const int me = tr_->rank();
+    size_t expected = sizeof(MessageHead);
+    for (const Piece& pc : pl_->pieces[t])
+      if (std::binary_search(pc.to.begin(), pc.to.end(), me)) expected += pc.bytes;
+    std::vector<char> msg(expected);
+    tr_->recv(owner, dist::kData, msg.data(), expected);
+    ++got_[static_cast<size_t>(owner)];
+    ++counts_.messages_received;
+    counts_.bytes_received += static_cast<int64_t>(expected - sizeof(MessageHead));
+    MessageHead head;
+    std::memcpy(&head, msg.data(), sizeof head);
+    KILN_CHECK(head.epoch == epoch_ && head.task == t,
+               "distributed: rank " + std::to_string(owner) + " sent task " +
+                   std::to_string(head.task) + " of run " + std::to_string(head.epoch) +
+                   " where task " + std::to_string(t) + " of run " + std::to_string(epoch_) +
+                   " was due");
+    const char* at = msg.data() + sizeof head;
+    for (const Piece& pc : pl_->pieces[t]) {
+      if (!std::binary_search(pc.to.begin(), pc.to.end(), me)) continue;
+      unpack(pc, at);
+      at += pc.bytes;
+    }
+    return true;
+  }
+
+  // Another rank's task, here: what it reads is released, what this rank held for it is freed.
+  void forget(const PlanTask& task) {
+    switch (task.kind) {
+      case TaskKind::Kernel:
+      case TaskKind::Library:
+        release_reads(task);
+        return;
+      case TaskKind::Combine:
+        for (int id : task.partials_in)
+          if (partial_[id]) {
+            host_free(partial_[id], partial_bytes(id));
+            partial_[id] = nullptr;
+          }
+        return;
+      case TaskKind::LibrarySum:
+        for (int id : task.partials_in)
+          if (library_partial_[id]) {
+            host_free(library_partial_[id], library_partial_bytes(task));
+            library_partial_[id] = nullptr;
+          }
+        return;
+      case TaskKind::Start:
+      case TaskKind::End:
+        return;
+    }
+  }
+
+  // This rank's error as (kind, text).
+  std::pair<ErrorKind, std::string> own_error() const {
+    try {
+      std::rethrow_exception(error_);
+    } catch (const Error& e) {
+      return {e.kind(), e.what()};
+    } catch (const std::exception& e) {
+      return {ErrorKind::Value, e.what()};
+    } catch (...) {
+      return {ErrorKind::Value, "an unknown exception"};
+    }
+  }
+
+  void notify_error() {
+    auto [kind, text] = own_error();
+    auto msg = std::make_shared<std::vector<char>>(1 + text.size());
+    (*msg)[0] = static_cast<char>(kind);
+    std::memcpy(msg->data() + 1, text.data(), text.size());
+    for (int r = 0; r < tr_->size(); ++r)
+      if (r != tr_->rank()) tr_->send(r, dist::kErrorNotice, msg);
+  }
+
+  // The end of every distributed run: the ranks agree whether one failed; if one did, each
+  // drains the notices and data messages meant for it and raises the first failed rank's error.
+  void finish(bool own_failed) {
+    const int me = tr_->rank(), ranks = tr_->size();
+    std::vector<int64_t> failed(static_cast<size_t>(ranks), 0);
+    failed[static_cast<size_t>(me)] = own_failed ? 1 : 0;
+    if (!tr_->allreduce_max(failed.data(), ranks, dist::timeout_s())) lost(-1);
+    int first = -1;
+    for (int r = 0; r < ranks && first < 0; ++r)
+      if (failed[static_cast<size_t>(r)]) first = r;
+    if (first < 0) {
+      tr_->complete_sends(true);
+      return;
+    }
+    auto [kind, text] = own_failed ? own_error() : std::pair<ErrorKind, std::string>{};
+    for (int r = 0; r < ranks; ++r) {
+      if (r == me || !failed[static_cast<size_t>(r)]) continue;
+      size_t bytes = 0;
+      await(r, dist::kErrorNotice, &bytes);
+      std::vector<char> notice(bytes);
+      tr_->recv(r, dist::kErrorNotice, notice.data(), bytes);
+      if (r == first && bytes > 0) {
+        kind = static_cast<ErrorKind>(notice[0]);
+        text.assign(notice.data() + 1, bytes - 1);
+      }
+    }
+    std::vector<int64_t> due(static_cast<size_t>(ranks), 0);
+    tr_->alltoall(sent_.data(), due.data());
+    for (int q = 0; q < ranks; ++q)
+      for (; got_[static_cast<size_t>(q)] < due[static_cast<size_t>(q)];
+           ++got_[static_cast<size_t>(q)]) {
+        size_t bytes = 0;
+        await(q, dist::kData, &bytes);
+        std::vector<char> drop(bytes);
+        tr_->recv(q, dist::kData, drop.data(), bytes);
+      }
+    tr_->complete_sends(true);
+    error_ = std::make_exception_ptr(Error(
+        text + " [on rank " + std::to_string(first) + " of " + std::to_string(ranks) + "]", kind));
+  }
+
+ public:
  private:
   // Plans that do not stream: runs t, then keeps going with one ready successor on this thread
   // and spawns the others (oneTBB's own deques, no shared ready set).
@@ -718,30 +1028,10 @@ class Run {
 
   static bool is_arg(ReduceFn fn) { return fn == ReduceFn::ArgMin || fn == ReduceFn::ArgMax; }
 
-  // Elements of a partial: the block's extents with the reduced dims collapsed.
-  int64_t partial_elems(int id) const {
-    const auto& [ri, block] = p_.partials[id];
-    const PlanReduce& r = p_.reduces[ri];
-    const PlanGroup& g = p_.groups[r.group];
-    int64_t lo[32], ext[32];
-    p_.block_box(g, block, lo, ext);
-    uint32_t mask = g.lowered.kernel.outputs[r.output].reduced_mask;
-    int64_t n = 1;
-    for (size_t d = 0; d < g.domain.size(); ++d)
-      if (!((mask >> d) & 1u)) n *= ext[d];
-    return n;
-  }
-
-  // A partial holds its values, then (argmin/argmax) their int64 indices at an 8-byte aligned
-  // offset.
+  int64_t partial_elems(int id) const { return p_.partial_elems(id); }
+  size_t partial_bytes(int id) const { return p_.partial_bytes(id); }
   static size_t index_offset(int64_t n, size_t value_size) {
-    return (static_cast<size_t>(n) * value_size + 7) / 8 * 8;
-  }
-  size_t partial_bytes(int id) const {
-    const PlanReduce& r = p_.reduces[p_.partials[id].first];
-    int64_t n = partial_elems(id);
-    if (!is_arg(r.fn)) return static_cast<size_t>(n) * dtype_size(r.acc);
-    return index_offset(n, dtype_size(r.acc)) + static_cast<size_t>(n) * sizeof(int64_t);
+    return Plan::index_offset(n, value_size);
   }
 
   void* new_partial(int id) {
@@ -1387,24 +1677,40 @@ class Run {
   std::atomic<int64_t> tasks_run_{0};
   std::mutex error_mu_;
   std::exception_ptr error_;
+  // Distributed runs (run_distributed).
+  dist::Transport* tr_ = nullptr;
+  const Placement* pl_ = nullptr;
+  uint64_t epoch_ = 0;
+  std::vector<int64_t> sent_, got_;  // per rank: data messages sent to it, received from it
+  DistCounts counts_;
 };
 
 }  // namespace
 
 RunResult execute(const Plan& plan, const std::vector<ParamValue>& params, const RunOptions& opt) {
+  if (opt.transport && opt.transport->size() > 1 && backend::backend_for(plan.device).memory())
+    throw Error(std::string("compute on ") + device_name(plan.device) + " across " +
+                std::to_string(opt.transport->size()) +
+                " ranks: distributed runs compute on the host (cpu, interp) for now; "
+                "ComputeOptions::distributed = false runs it on this rank alone");
   Progress progress(plan.work_tasks, opt.progress, opt.tasks_done, opt.tasks_total);
   std::optional<backend::HostTimer> setup(std::in_place, "run: setup");
   Run run(plan, params, opt.trace, &progress, opt.devices, opt.keep_on_device);
   if (opt.skip) run.skip_outputs(*opt.skip);
   run.cancel_on(opt.cancel);
   setup.reset();
+  DistCounts dist;
   {
     backend::HostTimer timer("run: tasks");
-    run.run(opt.threads);
+    if (opt.transport && opt.transport->size() > 1)
+      dist = run.run_distributed(*opt.transport, *placement(plan, opt.transport->size()));
+    else
+      run.run(opt.threads);
   }
   backend::HostTimer timer("run: results");
   RunResult r = run.result();
   r.tasks = run.tasks_run();
+  r.dist = dist;
   return r;
 }
 

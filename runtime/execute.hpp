@@ -10,8 +10,17 @@
 #include "runtime/device.hpp"
 #include "runtime/plan.hpp"
 #include "runtime/trace.hpp"
+#include "runtime/transport.hpp"
 
 namespace kiln {
+
+// A distributed run's counts on this rank (runtime/placement.hpp predicts the sends).
+struct DistCounts {
+  int ranks = 1;
+  int64_t tasks = 0;  // tasks this rank ran
+  int64_t messages_sent = 0, bytes_sent = 0, messages_received = 0, bytes_received = 0;
+  int64_t predicted_messages = 0, predicted_bytes = 0;  // the placement's, for this rank
+};
 
 struct RunResult {
   std::vector<std::shared_ptr<void>> outputs;  // per compute() output, the array's storage
@@ -19,6 +28,7 @@ struct RunResult {
   int64_t tasks = 0;                           // Kernel + Combine tasks executed
   int devices = 1;                             // devices its kernels ran on
   Transfers transfers;                         // copies to, from and between devices
+  DistCounts dist;                             // distributed runs
 };
 
 struct RunOptions {
@@ -32,6 +42,10 @@ struct RunOptions {
   const std::atomic<bool>* cancel = nullptr;   // ComputeOptions::cancel
   std::atomic<int64_t>* tasks_done = nullptr;  // ComputeOptions::tasks_done and tasks_total
   std::atomic<int64_t>* tasks_total = nullptr;
+  // A distributed program's transport (runtime/distributed.hpp): with more than one rank, each
+  // rank runs the tasks the placement gives it, one at a time, and receives what it reads from
+  // the others; every rank gets the outputs. Null: the whole plan runs here.
+  dist::Transport* transport = nullptr;
 };
 
 RunResult execute(const Plan& plan, const std::vector<ParamValue>& params, const RunOptions& opt);

@@ -351,6 +351,27 @@ void Plan::block_box(const PlanGroup& g, int64_t block, int64_t* lo, int64_t* ex
   }
 }
 
+int64_t Plan::partial_elems(int id) const {
+  const auto& [ri, block] = partials[id];
+  const PlanReduce& r = reduces[ri];
+  const PlanGroup& g = groups[r.group];
+  int64_t lo[32], ext[32];
+  block_box(g, block, lo, ext);
+  uint32_t mask = g.lowered.kernel.outputs[r.output].reduced_mask;
+  int64_t n = 1;
+  for (size_t d = 0; d < g.domain.size(); ++d)
+    if (!((mask >> d) & 1u)) n *= ext[d];
+  return n;
+}
+
+size_t Plan::partial_bytes(int id) const {
+  const PlanReduce& r = reduces[partials[id].first];
+  int64_t n = partial_elems(id);
+  if (r.fn != ReduceFn::ArgMin && r.fn != ReduceFn::ArgMax)
+    return static_cast<size_t>(n) * dtype_size(r.acc);
+  return index_offset(n, dtype_size(r.acc)) + static_cast<size_t>(n) * sizeof(int64_t);
+}
+
 namespace {
 
 // build_plan's steps, in order (each reads what the earlier ones made):

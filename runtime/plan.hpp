@@ -190,6 +190,18 @@ struct Plan {
 
   // Block geometry helpers.
   void block_box(const PlanGroup& g, int64_t block, int64_t* lo, int64_t* ext) const;
+
+  // Partial `id`: its elements (its block's extents with the reduced dims collapsed) and bytes
+  // (the values, then for argmin/argmax their int64 indices at an 8-byte aligned offset).
+  int64_t partial_elems(int id) const;
+  size_t partial_bytes(int id) const;
+  static size_t index_offset(int64_t n, size_t value_size) {
+    return (static_cast<size_t>(n) * value_size + 7) / 8 * 8;
+  }
+
+  // Distributed runs: the tasks' placement over the ranks (runtime/placement.hpp), made by the
+  // first run over that many ranks and kept (read and replaced with std::atomic_load/store).
+  mutable std::shared_ptr<const struct Placement> placement;
 };
 
 // Builds the plan for a fused template graph, its kernels compiled by the device's backend.

@@ -30,6 +30,9 @@ if [ "$mode" = pack ]; then
   set -e
   cmake --build --preset release
   bash ../shared/tools/device-pack.sh build/release/kiln build/release/kiln_tests
+  # The programs xz-compressed too (the pack's limit is 55 MB): unpack.sh decompresses them into
+  # dp/, and `run` makes them executable again.
+  for p in kiln kiln_tests; do xz -9 -f .device-pack/$p; done
   # The pack's programs are stripped (the 64 MiB carry limit); the unstripped ones stay in
   # build/release, and their build ids say which build a trace from the GPU machine belongs to.
   for p in kiln kiln_tests; do
@@ -50,7 +53,9 @@ if [ "$mode" = pack ]; then
     cp -rL build/py312/python/kiln build/py312/pack/
     cp -L build/py312/libkiln.so.0 build/py312/pack/  # the extension's; the rest are in the pack
     strip --strip-unneeded build/py312/pack/kiln/_kiln*.so build/py312/pack/libkiln.so.0
-    tar -cf .device-pack/kiln-python.tar -C build/py312/pack kiln libkiln.so.0
+    # xz-compressed: the pack's unpack.sh decompresses it into dp/kiln-python.tar.
+    tar -cf - -C build/py312/pack kiln libkiln.so.0 | xz -9 >.device-pack/kiln-python.tar.xz
+    rm -f .device-pack/kiln-python.tar
   else
     echo "no Python 3.12 here: the pack has no Python package (the python step will skip)" >&2
   fi
@@ -69,6 +74,7 @@ mkdir -p "$logs"
 device="${KILN_GPU_DEVICE:-cuda}"
 if [ -d .device-pack ] && [ "$device" = cuda ]; then
   eval "$(bash .device-pack/unpack.sh)"  # prepends ./dp to LD_LIBRARY_PATH, keeps the rest
+  chmod +x dp/kiln dp/kiln_tests  # decompressed from .xz without their mode
   bin="$PWD/dp"
 else
   bin="$PWD/build/release"  # the dry run here

@@ -13,6 +13,7 @@ pkgs=(
   libfmt-dev libcli11-dev nlohmann-json3-dev libdlpack-dev libxxhash-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   python3-numpy python3-venv pkg-config
+  openmpi-bin libopenmpi-dev
 )
 if [ "${1:-}" = peers ]; then
   pkgs+=(python3-dask python3-numexpr)

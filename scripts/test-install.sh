@@ -34,7 +34,7 @@ lib="$(readlink -f "$prefix/lib/libkiln.so")"
 nm -D --defined-only --demangle "$lib" | awk '{ $1 = ""; $2 = ""; sub(/^  /, ""); print }' \
   >"$work/symbols.txt"
 count="$(wc -l <"$work/symbols.txt")"
-internal='kiln::(backend|cuda|cpu|interp|kir|vm|kmath|cache|files|process|checked|workloads|detail)::|kiln::(Node|Graph|FusedGraph|Plan|Context|Executor)\b|llvm::|tbb::|XXH'
+internal='kiln::(backend|cuda|cpu|interp|kir|vm|kmath|cache|files|process|checked|workloads|detail|dist)::|kiln::(Node|Graph|FusedGraph|Plan|Context|Executor)\b|llvm::|tbb::|XXH'
 if grep -E "$internal" "$work/symbols.txt" | head -20 | grep . ; then
   echo "test-install: libkiln.so exports internal symbols (above)" >&2
   exit 1
@@ -49,6 +49,17 @@ for f in "$lib" "$prefix/bin/kiln"; do
     { echo "test-install: $f loads its BLAS from '$blas', not from the prefix" >&2; exit 1; }
 done
 echo "test-install: libkiln.so and kiln load the BLAS installed beside them"
+
+# The MPI plugin beside libkiln.so: the installed kiln under mpirun loads it from the prefix.
+if [ -f "$prefix/lib/libkiln_mpi.so" ] && command -v mpirun >/dev/null; then
+  mpi="$(OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
+    mpirun --oversubscribe -np 2 "$prefix/bin/kiln" doctor 2>&1 | grep '^mpi ' || true)"
+  case "$mpi" in
+    *"$prefix/"*"libkiln_mpi.so"*"2 ranks"*) ;;
+    *) echo "test-install: kiln doctor under mpirun -np 2 says: '$mpi'" >&2; exit 1 ;;
+  esac
+  echo "test-install: the installed kiln under mpirun -np 2 loads the prefix's libkiln_mpi.so"
+fi
 
 # The examples, built against the prefix alone.
 cmake -S examples -B "$work/examples" -G Ninja -DCMAKE_PREFIX_PATH="$prefix" \

@@ -38,6 +38,8 @@ timed "the $preset build" cmake --build --preset "$preset"
 # that the other suites run threaded).
 single='OpsTable|CacheFaults|Doctor|Blas|CudaLibraries|NpyHostile|HostileCli|SizesCli|Report|Target'
 single+='|Layering|Interning|Checked|Philox4x32_10|PhiloxMapping|KilnMath|Gram|Bench|Python'
+# Distributed: mpirun's ranks on the host's CPU backend (distributed runs refuse device plans).
+single+='|Distributed'
 host_only="^(Cuda|$single)\\."
 suite=()
 # ThreadSanitizer: also without the GLM convergence sweep (every solver on two datasets: 161 of

@@ -91,6 +91,9 @@ Flags from_env() {
   read_bool("KILN_CUDA_SYNC", &f.cuda_sync);
   read_bool("KILN_CUDA_PROFILE", &f.cuda_profile);
   read_string("KILN_EMU_CXX", &f.emu_cxx);
+  read_bool("KILN_MPI", &f.mpi);
+  read_int("KILN_MPI_TIMEOUT", &f.mpi_timeout, 1, 86400);
+  read_string("KILN_MPI_PLUGIN", &f.mpi_plugin);
   // KILN_CACHE_DIR set and empty disables the disk cache. XDG_CACHE_HOME empty or relative is
   // ignored, as the XDG base directory specification says.
   if (const char* v = std::getenv("KILN_CACHE_DIR")) {

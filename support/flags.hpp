@@ -46,6 +46,13 @@
 // | KILN_CUDA_PROFILE=1 | cuda_profile | cuda: CUDA events around each kernel launch, cuda-emu:  |
 // |                   |              | the host's clock; `kiln run --json` reports them          |
 // | KILN_EMU_CXX=C    | emu_cxx      | the host compiler cuda-emu runs (default c++)             |
+// | KILN_MPI=1        | mpi          | the first compute() starts MPI (runtime/distributed.hpp):|
+// |                   |              | the program's ranks share its work (docs/DISTRIBUTED.md)  |
+// | KILN_MPI_TIMEOUT=S | mpi_timeout | seconds a rank waits for another's message or the end of |
+// |                   |              | a run before it decides that rank is lost and ends the job|
+// |                   |              | (default 300)                                             |
+// | KILN_MPI_PLUGIN=F | mpi_plugin   | the MPI plugin to load (default: libkiln_mpi.so beside    |
+// |                   |              | libkiln.so or the program, else the build tree's)        |
 // | KILN_CACHE_DIR=D  | cache_dir    | on-disk kernel object cache ("" disables; default         |
 // |                   |              | $XDG_CACHE_HOME/kiln when absolute, or ~/.cache/kiln;     |
 // |                   |              | support/cache.hpp)                                        |
@@ -77,6 +84,9 @@ struct Flags {
   bool cuda_sync = false;     // synchronize and check after every launch and copy
   bool cuda_profile = false;  // time each device kernel (backend::kernel_times)
   std::string emu_cxx = "c++";
+  bool mpi = false;        // the first compute() starts MPI
+  int mpi_timeout = 300;   // seconds
+  std::string mpi_plugin;  // libkiln_mpi.so's path ("": looked for)
 };
 
 // The process's flags; mutable so tools and tests can change them (not while computing).

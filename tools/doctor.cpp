@@ -15,6 +15,7 @@
 #include "codegen/cuda/nvrtc.hpp"
 #include "codegen/library.hpp"
 #include "kiln/kiln.hpp"
+#include "runtime/distributed.hpp"
 #include "support/error.hpp"
 #include "support/flags.hpp"
 
@@ -91,6 +92,21 @@ int run(Device device) {
       "alone\n");
   std::printf("cache      %s\n", flags().cache_dir.empty() ? "off (KILN_CACHE_DIR is empty)"
                                                            : flags().cache_dir.c_str());
+  if (distributed::active()) {
+    // Each rank's hardware threads, gathered (a collective: every rank's doctor runs it).
+    std::vector<int64_t> threads = dist::allgather(std::thread::hardware_concurrency());
+    std::string per_rank;
+    for (int64_t t : threads) per_rank += (per_rank.empty() ? "" : " ") + std::to_string(t);
+    std::printf(
+        "mpi        %s (%s); %d ranks, rank 0 on %s; hardware threads per rank: %s; "
+        "block b of each kernel on rank b %% %d\n",
+        distributed::library().c_str(), dist::plugin_path().c_str(), distributed::size(),
+        distributed::host().c_str(), per_rank.c_str(), distributed::size());
+  } else {
+    std::printf(
+        "mpi        not distributed (under mpirun, or with KILN_MPI=1, each compute's "
+        "blocks are spread over the ranks)\n");
+  }
   std::fflush(stdout);
   std::string target;
   try {

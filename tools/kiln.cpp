@@ -17,6 +17,7 @@
 #include "codegen/backend.hpp"
 #include "codegen/library.hpp"
 #include "kiln/kiln.hpp"
+#include "runtime/distributed.hpp"
 #include "support/cache.hpp"
 #include "support/files.hpp"
 #include "support/flags.hpp"
@@ -40,6 +41,9 @@ struct Outcome {
   // KILN_CUDA_PROFILE: each device kernel's launches and time over all the repeats.
   std::vector<kiln::backend::KernelTime> kernel_times, host_times;
   int repeat = 1;
+  // Distributed (several ranks): per rank, the tasks it ran and the messages and bytes it sent,
+  // in the last run (a solver: over its computes).
+  std::vector<int64_t> rank_tasks, rank_messages, rank_bytes;
 };
 
 int64_t size_of(const kiln::workloads::Workload& w, const kiln::cli::RunOptions& o) {
@@ -90,6 +94,14 @@ kiln::ComputeOptions compute_options(const kiln::cli::RunOptions& o) {
   return co;
 }
 
+// Each rank's counts, gathered on every rank (a collective: every rank calls it).
+void distributed_counts(int64_t tasks, int64_t messages, int64_t bytes, Outcome* out) {
+  if (kiln::distributed::size() <= 1) return;
+  out->rank_tasks = kiln::dist::allgather(tasks);
+  out->rank_messages = kiln::dist::allgather(messages);
+  out->rank_bytes = kiln::dist::allgather(bytes);
+}
+
 // An iterative workload: times its solver, sums its computes' tasks.
 void run_solver_once(const kiln::workloads::Workload& w, const kiln::cli::RunOptions& o, bool first,
                      std::ostream* ir, Outcome* out, std::vector<double>* times) {
@@ -98,6 +110,7 @@ void run_solver_once(const kiln::workloads::Workload& w, const kiln::cli::RunOpt
   if (first) co.ir = ir;
   kiln::Stats before = kiln::stats();
   kiln::workloads::SolveStats st;
+  const int64_t messages_before = before.messages_sent, bytes_before = before.bytes_sent;
   kiln::workloads::SolveArgs args;
   args.n = size_of(w, o);
   args.c = chunk_of(w, o);
@@ -118,6 +131,8 @@ void run_solver_once(const kiln::workloads::Workload& w, const kiln::cli::RunOpt
     out->kernels = (after.kernels_compiled + after.kernels_from_disk) -
                    (before.kernels_compiled + before.kernels_from_disk);
   out->peak_bytes = std::max(out->peak_bytes, st.peak_bytes);
+  distributed_counts(st.tasks, after.messages_sent - messages_before,
+                     after.bytes_sent - bytes_before, out);
 }
 
 // A workload of one compute() over x: the workload's generator, or (--resident) x's buffer.
@@ -144,6 +159,8 @@ void run_compute_once(const kiln::workloads::Workload& w, const kiln::Array& x,
   out->peak_device_bytes = std::max(out->peak_device_bytes, s.last_peak_device_bytes);
   out->results.clear();
   for (const auto& a : res) out->results.push_back(a.item<double>());
+  distributed_counts(s.last_ranks > 1 ? s.last_rank_tasks : s.last_tasks, s.last_messages_sent,
+                     s.last_bytes_sent, out);
 }
 
 Outcome run_workload(const kiln::workloads::Workload& w, const kiln::cli::RunOptions& o,
@@ -250,6 +267,13 @@ nlohmann::json to_json(const kiln::workloads::Workload& w, const kiln::cli::RunO
     j["peak_device_bytes"] = r.peak_device_bytes;
     j["host_fallbacks"] = kiln::host_fallbacks();
   }
+  if (!r.rank_tasks.empty()) {
+    j["ranks"] = r.rank_tasks.size();
+    j["mpi"] = kiln::distributed::library();
+    j["rank_tasks"] = r.rank_tasks;
+    j["rank_messages_sent"] = r.rank_messages;
+    j["rank_bytes_sent"] = r.rank_bytes;
+  }
   if (kiln::flags().cuda_profile) {
     // Per run (the repeats' totals divided by their count): the device kernels' time, and its
     // share of the run's wall time (the rest: copies, host work, launch gaps).
@@ -310,6 +334,17 @@ void print_row(const kiln::workloads::Workload& w, const kiln::cli::RunOptions& 
                 r.devices, r.devices == 1 ? "" : "s", human_bytes(r.to_device_bytes).c_str(),
                 human_bytes(r.to_host_bytes).c_str(), human_bytes(r.between_bytes).c_str(),
                 human_bytes(r.peak_device_bytes).c_str());
+  if (!r.rank_tasks.empty()) {
+    auto list = [](const std::vector<int64_t>& v) {
+      std::string s;
+      for (int64_t x : v) s += (s.empty() ? "" : " ") + std::to_string(x);
+      return s;
+    };
+    std::printf("  %zu ranks (%s): tasks %s; messages sent %s; bytes sent %s\n",
+                r.rank_tasks.size(), kiln::distributed::library().c_str(),
+                list(r.rank_tasks).c_str(), list(r.rank_messages).c_str(),
+                list(r.rank_bytes).c_str());
+  }
   check_stdout();
 }
 
@@ -388,9 +423,26 @@ void cmd_seeds(int repeat, bool quick) {
   }
 }
 
+// Whether this process was started by an MPI launcher with other ranks (Open MPI's mpirun, MPICH's
+// Hydra, PMIx launchers such as Slurm's srun --mpi=pmix).
+bool launched_with_ranks() {
+  for (const char* v : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE"})
+    if (const char* n = std::getenv(v); n && std::atoi(n) > 1) return true;
+  return false;
+}
+
 int kiln_main(int argc, char** argv) {
   kiln::cli::Command c = kiln::cli::parse(argc, argv);
   if (c.exit_code >= 0) return c.exit_code;
+  // Under mpirun (or KILN_MPI=1) the ranks share each compute's blocks; rank 0 alone prints.
+  if ((kiln::flags().mpi || launched_with_ranks()) &&
+      (c.kind == kiln::cli::Command::Run || c.kind == kiln::cli::Command::Seeds ||
+       c.kind == kiln::cli::Command::Doctor)) {
+    kiln::distributed::init(argc, argv);
+    if (kiln::distributed::rank() != 0 && !std::freopen("/dev/null", "w", stdout))
+      throw kiln::Error("cannot silence standard output on rank " +
+                        std::to_string(kiln::distributed::rank()));
+  }
   if (!c.device.empty()) kiln::flags().device = c.device;
   if (c.kind == kiln::cli::Command::List) cmd_list();
   if (c.kind == kiln::cli::Command::Report) cmd_report(c.trace_in, c.svg_out);

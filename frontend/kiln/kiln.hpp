@@ -454,6 +454,9 @@ struct ComputeOptions {
   // written), nothing is computed; compute() returns empty NDArrays. The plan is cached, so a
   // later compute() of the same structure starts running at once. Python's kiln.explain().
   bool plan_only = false;
+  // In a distributed program (kiln::distributed below): false runs this compute whole on this
+  // rank alone, as outside one (each rank may then compute something different).
+  bool distributed = true;
 };
 
 // Evaluates several arrays in one plan that shares their common work.
@@ -464,8 +467,9 @@ std::vector<NDArray> compute(const std::vector<Array>& arrays, const ComputeOpti
 struct Stats {
   int64_t plans_built = 0;  // pipeline + lowering runs (plan cache misses)
   int64_t plan_cache_hits = 0;
-  int64_t computes = 0;          // compute() calls that ran
-  int64_t tasks = 0;             // their tasks, all together
+  int64_t computes = 0;  // compute() calls that ran
+  int64_t tasks = 0;     // their tasks, all together (distributed: this rank's)
+  int64_t messages_sent = 0, bytes_sent = 0;  // distributed computes: this rank's sends
   int64_t max_peak_bytes = 0;    // the largest last_peak_bytes since then or reset_peak_stats()
   int64_t kernels_compiled = 0;  // LLVM optimizations + code generations (interp: preparations)
   int64_t kernels_from_disk = 0;
@@ -485,6 +489,14 @@ struct Stats {
   int64_t last_to_host = 0, last_to_host_bytes = 0;
   int64_t last_between_devices = 0, last_between_devices_bytes = 0;
   int64_t last_peak_device_bytes = 0;
+  // Last compute() of a distributed program over several ranks (kiln::distributed): the ranks,
+  // the tasks this rank ran, the messages and payload bytes it sent and received, and what the
+  // plan's placement predicted it would send.
+  int last_ranks = 0;
+  int64_t last_rank_tasks = 0;
+  int64_t last_messages_sent = 0, last_bytes_sent = 0;
+  int64_t last_messages_received = 0, last_bytes_received = 0;
+  int64_t last_predicted_messages = 0, last_predicted_bytes = 0;
 };
 Stats stats();
 // Starts Stats::max_peak_bytes afresh (to measure one phase, a solver after its data are made).
@@ -500,6 +512,26 @@ std::string device_target(Device device);
 // The library calls device plans ran on the host because the device lacks the library (a GPU
 // without cuBLAS or cuSOLVER), one message each, as warned on standard error; empty: none.
 std::vector<std::string> host_fallbacks();
+// ---- distributed programs (docs/DISTRIBUTED.md) ------------------------------------------------
+// The same program on several processes (ranks: `mpirun -np 4 prog`): every rank builds the same
+// arrays and calls compute() in the same order; each compute's blocks are spread over the ranks
+// (block b on rank b % ranks), each rank runs its own and receives what its tasks read from the
+// others, and every rank gets the results, the same bits as one process computes.
+namespace distributed {
+// Starts MPI with the program's arguments (MPI_Init_thread, unless the program started it) through
+// Kiln's MPI plugin, libkiln_mpi.so. KILN_MPI=1 makes the first compute() call init() instead.
+// Throws kiln::Error when the plugin or MPI cannot start. Idempotent.
+void init(int& argc, char**& argv);
+void init();
+bool active();          // init() has run (and finalize() has not)
+int rank();             // this process's rank (0 when not active)
+int size();             // the ranks (1 when not active)
+std::string library();  // the MPI library and version ("" when not active)
+std::string host();     // this rank's host name
+// Ends MPI if Kiln started it (also at exit); compute() then runs in this process alone.
+void finalize();
+}  // namespace distributed
+
 template <class... A, class = std::enable_if_t<(std::is_same_v<A, Array> && ...)>>
 std::vector<NDArray> compute(const Array& a, const A&... rest) {
   return compute(std::vector<Array>{a, rest...});

@@ -1,0 +1,124 @@
+#include "runtime/distributed.hpp"
+
+#include <dlfcn.h>
+
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "support/error.hpp"
+#include "support/flags.hpp"
+
+namespace kiln::dist {
+
+namespace {
+
+std::mutex g_mu;
+Transport* g_world = nullptr;  // owned (deleted by stop())
+std::string g_plugin;
+std::atomic<uint64_t> g_epoch{0};
+
+// The directory of the file (libkiln.so or the program) that holds this code.
+std::string own_dir() {
+  Dl_info info{};
+  if (!dladdr(reinterpret_cast<void*>(&own_dir), &info) || !info.dli_fname) return "";
+  std::string f = info.dli_fname;
+  auto cut = f.rfind('/');
+  return cut == std::string::npos ? std::string(".") : f.substr(0, cut);
+}
+
+std::vector<std::string> candidates() {
+  if (!flags().mpi_plugin.empty()) return {flags().mpi_plugin};
+  std::vector<std::string> c;
+  std::string dir = own_dir();
+  if (!dir.empty()) c.push_back(dir + "/libkiln_mpi.so");
+#ifdef KILN_MPI_BIN_TO_LIB  // an installed kiln: bin/ -> lib/
+  if (!dir.empty()) c.push_back(dir + "/" KILN_MPI_BIN_TO_LIB "/libkiln_mpi.so");
+#endif
+#ifdef KILN_MPI_PLUGIN_BUILT
+  c.push_back(KILN_MPI_PLUGIN_BUILT);
+#endif
+  return c;
+}
+
+void stop_at_exit() { stop(); }
+
+}  // namespace
+
+Transport* world() {
+  std::lock_guard<std::mutex> lock(g_mu);
+  return g_world;
+}
+
+void start(int* argc, char*** argv) {
+  std::lock_guard<std::mutex> lock(g_mu);
+  if (g_world) return;
+  std::string tried;
+  void* handle = nullptr;
+  std::string path;
+  for (const std::string& c : candidates()) {
+    // RTLD_GLOBAL: MPI's own components (Open MPI's plugins) resolve libmpi's symbols.
+    handle = dlopen(c.c_str(), RTLD_NOW | RTLD_GLOBAL);
+    if (handle) {
+      path = c;
+      break;
+    }
+    const char* e = dlerror();
+    tried += "\n  " + c + ": " + (e ? e : "not loaded");
+  }
+  if (!handle)
+    throw Error(
+        "distributed: cannot load Kiln's MPI plugin (libkiln_mpi.so; KILN_MPI_PLUGIN names "
+        "it). Tried:" +
+        tried);
+  auto create = reinterpret_cast<KilnTransportCreate>(dlsym(handle, "kiln_transport_create"));
+  if (!create) throw Error("distributed: " + path + " has no kiln_transport_create");
+  char why[512] = {0};
+  Transport* t = create(kTransportAbi, argc, argv, why, sizeof why);
+  if (!t) throw Error("distributed: " + path + " did not start: " + why);
+  g_world = t;
+  g_plugin = path;
+  static bool registered = false;
+  if (!registered) {
+    std::atexit(stop_at_exit);
+    registered = true;
+  }
+}
+
+void stop() {
+  std::lock_guard<std::mutex> lock(g_mu);
+  if (!g_world) return;
+  g_world->finalize();
+  delete g_world;
+  g_world = nullptr;
+}
+
+std::string plugin_path() {
+  std::lock_guard<std::mutex> lock(g_mu);
+  return g_plugin;
+}
+
+uint64_t next_epoch() { return ++g_epoch; }
+
+std::vector<int64_t> allgather(int64_t value) {
+  Transport* w = world();
+  if (!w) return {value};
+  KILN_CHECK(value >= 0, "distributed allgather of a negative value");
+  std::vector<int64_t> all(static_cast<size_t>(w->size()), 0);
+  all[static_cast<size_t>(w->rank())] = value;
+  if (!w->allreduce_max(all.data(), w->size(), timeout_s())) {
+    std::fprintf(stderr,
+                 "kiln: rank %d of %d: waited %g s (KILN_MPI_TIMEOUT) for the other "
+                 "ranks; one has died or hangs: ending the job\n",
+                 w->rank(), w->size(), timeout_s());
+    w->abort(1);
+  }
+  return all;
+}
+
+double timeout_s() { return static_cast<double>(flags().mpi_timeout); }
+
+}  // namespace kiln::dist

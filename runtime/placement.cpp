@@ -1,0 +1,317 @@
+#include "runtime/placement.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <sstream>
+
+#include "support/error.hpp"
+
+namespace kiln {
+
+namespace {
+
+// Ranks as a sorted list, built from a flag per rank.
+class RankSet {
+ public:
+  explicit RankSet(int ranks) : in_(static_cast<size_t>(ranks), 0) {}
+  void add(int r) { in_[static_cast<size_t>(r)] = 1; }
+  void add_all() { std::fill(in_.begin(), in_.end(), 1); }
+  void add(const RankSet& o) {
+    for (size_t r = 0; r < in_.size(); ++r) in_[r] |= o.in_[r];
+  }
+  std::vector<int> without(int owner) const {
+    std::vector<int> v;
+    for (size_t r = 0; r < in_.size(); ++r)
+      if (in_[r] && static_cast<int>(r) != owner) v.push_back(static_cast<int>(r));
+    return v;
+  }
+
+ private:
+  std::vector<uint8_t> in_;
+};
+
+class Placer {
+ public:
+  Placer(const Plan& p, int ranks) : p_(p), ranks_(ranks) {}
+
+  Placement place() {
+    pl_.ranks = ranks_;
+    const size_t n = p_.tasks.size();
+    pl_.owner.assign(n, -1);
+    pl_.pieces.resize(n);
+    pl_.sends_to.resize(n);
+    pl_.tasks.assign(static_cast<size_t>(ranks_), 0);
+    pl_.messages.assign(static_cast<size_t>(ranks_), 0);
+    pl_.bytes.assign(static_cast<size_t>(ranks_), 0);
+    consumer_.assign(p_.partials.size(), -1);
+    partial_owner_.assign(p_.partials.size(), 0);
+    for (size_t t = 0; t < p_.tasks.size(); ++t)
+      for (int pid : p_.tasks[t].partials_in)
+        if (p_.tasks[t].kind == TaskKind::Combine) consumer_[pid] = static_cast<int>(t);
+    made_.resize(p_.arrays.size());
+    for (size_t t = 0; t < n; ++t) {  // index order is topological (plan.cpp)
+      own(static_cast<int>(t));
+      pieces(static_cast<int>(t));
+    }
+    readers();
+    for (size_t t = 0; t < n; ++t) destinations(static_cast<int>(t));
+    return std::move(pl_);
+  }
+
+ private:
+  // Where task t runs; its predecessors have owners (and their products ranges) already.
+  void own(int t) {
+    const PlanTask& task = p_.tasks[t];
+    int o = -1;
+    switch (task.kind) {
+      case TaskKind::Start:
+      case TaskKind::End:
+        break;
+      case TaskKind::Kernel:  // a group of one block (a TSQR block's slice) spreads by group
+        o = static_cast<int>((p_.groups[task.group].blocks == 1 ? task.group : task.block) %
+                             ranks_);
+        for (int pid : p_.partial_of[task.group][task.block]) partial_owner_[pid] = o;
+        break;
+      case TaskKind::Library: {
+        const PlanLibrary& l = p_.libraries[p_.groups[task.group].library];
+        if (l.op == Op::MatMul)
+          o = static_cast<int>(task.block % ranks_);
+        else if (l.op == Op::Linalg)
+          o = maker_of(l.a, l.group);
+        else
+          o = 0;
+        break;
+      }
+      case TaskKind::LibrarySum:
+        o = static_cast<int>(task.block % ranks_);
+        break;
+      case TaskKind::Combine:
+        o = partial_owner_[task.partials_in[0]];
+        if (task.partial_out >= 0) partial_owner_[task.partial_out] = o;
+        break;
+    }
+    pl_.owner[t] = o;
+    if (o >= 0) ++pl_.tasks[static_cast<size_t>(o)];
+  }
+
+  // A LAPACK call runs where its operand's first element was made (TSQR's block QRs on their
+  // blocks' ranks, the QR of the stacked R factors where the first of them is); an operand every
+  // rank holds (a Buffer) spreads the calls by group.
+  int maker_of(const LibraryOperand& a, int group) const {
+    if (a.array >= 0)
+      for (const Made& m : made_[a.array])
+        if (a.layout.offset >= m.lo && a.layout.offset <= m.hi) return m.owner;
+    return group % ranks_;
+  }
+
+  // Per array: the ranks whose tasks read it whole, and every rank for compute()'s outputs.
+  void readers() {
+    std::vector<RankSet> group_ranks(p_.groups.size(), RankSet(ranks_));
+    for (size_t t = 0; t < p_.tasks.size(); ++t)
+      if (pl_.owner[t] >= 0) group_ranks[p_.tasks[t].group].add(pl_.owner[t]);
+    readers_.assign(p_.arrays.size(), RankSet(ranks_));
+    for (size_t g = 0; g < p_.groups.size(); ++g) {
+      const PlanGroup& grp = p_.groups[g];
+      if (grp.library < 0) {
+        for (int a : grp.leaf_arrays)
+          if (a >= 0) readers_[a].add(group_ranks[g]);
+      } else {
+        const PlanLibrary& l = p_.libraries[grp.library];
+        for (const LibraryOperand* op : {&l.a, &l.b})
+          if (op->array >= 0) readers_[op->array].add(group_ranks[g]);
+      }
+    }
+    for (size_t a = 0; a < p_.arrays.size(); ++a)
+      if (p_.arrays[a].output >= 0) readers_[a].add_all();
+  }
+
+  Piece box(int array, int64_t base, size_t es, std::vector<int64_t> ext,
+            std::vector<int64_t> strides) const {
+    Piece pc;
+    pc.kind = Piece::Kind::Box;
+    pc.id = array;
+    pc.base = base;
+    pc.es = es;
+    pc.bytes = es;
+    for (int64_t e : ext) pc.bytes *= static_cast<size_t>(std::max<int64_t>(e, 0));
+    pc.ext = std::move(ext);
+    pc.strides = std::move(strides);
+    return pc;
+  }
+
+  void pieces(int t) {
+    const PlanTask& task = p_.tasks[t];
+    const int owner = pl_.owner[t];
+    if (owner < 0) return;
+    std::vector<Piece>& out = pl_.pieces[t];
+    const PlanGroup& g = p_.groups[task.group];
+    int64_t lo[32], ext[32];
+    switch (task.kind) {
+      case TaskKind::Start:
+      case TaskKind::End:
+        return;
+      case TaskKind::Kernel: {
+        const kir::Kernel& k = g.lowered.kernel;
+        const int r = k.rank;
+        p_.block_box(g, task.block, lo, ext);
+        int reduce = 0;
+        for (size_t o = 0; o < k.outputs.size(); ++o) {
+          if (k.outputs[o].reduce) {
+            const int pid = p_.partial_of[task.group][task.block][reduce++];
+            Piece pc;
+            pc.kind = Piece::Kind::Partial;
+            pc.id = pid;
+            pc.bytes = p_.partial_bytes(pid);
+            out.push_back(std::move(pc));
+            continue;
+          }
+          const int a = g.output_arrays[o];
+          const PlanArray& arr = p_.arrays[a];
+          if (arr.blocked) {
+            if (arr.block_readers[task.block] == 0) continue;  // sliced away: nobody reads it
+            Piece pc;
+            pc.kind = Piece::Kind::Block;
+            pc.id = a;
+            pc.block = task.block;
+            pc.bytes = dtype_size(arr.dtype);
+            for (int d = 0; d < r; ++d) pc.bytes *= static_cast<size_t>(ext[d]);
+            out.push_back(std::move(pc));
+            continue;
+          }
+          const OutputBinding& ob = g.lowered.outputs[o];
+          int64_t base = ob.offset;
+          for (int d = 0; d < r; ++d) base += lo[d] * ob.strides[d];
+          out.push_back(
+              box(a, base, dtype_size(arr.dtype), std::vector<int64_t>(ext, ext + r), ob.strides));
+        }
+        break;
+      }
+      case TaskKind::Combine: {
+        if (task.partial_out >= 0) {
+          Piece pc;
+          pc.kind = Piece::Kind::Partial;
+          pc.id = task.partial_out;
+          pc.bytes = p_.partial_bytes(task.partial_out);
+          out.push_back(std::move(pc));
+          break;
+        }
+        // The final fold writes the result's region of this block (Run::write_result).
+        const PlanReduce& red = p_.reduces[task.reduce];
+        const PlanGroup& rg = p_.groups[red.group];
+        p_.block_box(rg, task.final_block, lo, ext);
+        const uint32_t mask = rg.lowered.kernel.outputs[red.output].reduced_mask;
+        int64_t base = 0;
+        std::vector<int64_t> dims, strides;
+        for (size_t d = 0; d < rg.domain.size(); ++d) {
+          if ((mask >> d) & 1u) continue;
+          base += lo[d] * red.out_strides[d];
+          dims.push_back(ext[d]);
+          strides.push_back(red.out_strides[d]);
+        }
+        out.push_back(
+            box(red.array, base, dtype_size(red.out), std::move(dims), std::move(strides)));
+        break;
+      }
+      case TaskKind::Library:
+      case TaskKind::LibrarySum: {
+        const PlanLibrary& l = p_.libraries[g.library];
+        const size_t es = dtype_size(l.dtype);
+        if (l.op != Op::MatMul) {  // LAPACK or cuRAND: the whole packed result
+          const int64_t count = l.op == Op::Random ? l.m : num_elements(l.call->shape);
+          out.push_back(box(l.out, l.out_offset, es, {count}, {1}));
+          break;
+        }
+        const int64_t splits = static_cast<int64_t>(l.k_starts.size()) - 1;
+        const bool final =
+            task.kind == TaskKind::LibrarySum ||
+            (task.partial_out < 0 && (splits == 1 || (l.chained && task.split == splits - 1)));
+        if (!final) break;  // a partial or an unfinished block: its LibrarySum or next split sends
+        p_.block_box(g, task.block, lo, ext);
+        out.push_back(
+            box(l.out, l.out_offset + lo[0] * l.n + lo[1], es, {ext[0], ext[1]}, {l.n, 1}));
+        break;
+      }
+    }
+    for (const Piece& pc : out) {  // the elements each box spans, for maker_of
+      if (pc.kind != Piece::Kind::Box || pc.bytes == 0) continue;
+      int64_t hi = pc.base;
+      for (size_t d = 0; d < pc.ext.size(); ++d) hi += (pc.ext[d] - 1) * pc.strides[d];
+      made_[pc.id].push_back({pc.base, hi, owner});
+    }
+  }
+
+  // Who receives each piece of task t: a partial the rank of the combine that folds it; a block
+  // the ranks of the tasks that read it (the task's successors); a box of a whole array the
+  // ranks that read that array, and every rank for compute()'s outputs.
+  void destinations(int t) {
+    const PlanTask& task = p_.tasks[t];
+    const int owner = pl_.owner[t];
+    if (owner < 0) return;
+    for (Piece& pc : pl_.pieces[t]) {
+      switch (pc.kind) {
+        case Piece::Kind::Partial: {
+          const int c = consumer_[pc.id];
+          if (c >= 0 && pl_.owner[c] != owner) pc.to = {pl_.owner[c]};
+          break;
+        }
+        case Piece::Kind::Block: {
+          RankSet to(ranks_);
+          for (int s : task.next) {
+            const int so = pl_.owner[s];
+            const TaskKind sk = p_.tasks[s].kind;
+            if (so >= 0 && (sk == TaskKind::Kernel || sk == TaskKind::Library)) to.add(so);
+          }
+          pc.to = to.without(owner);
+          break;
+        }
+        case Piece::Kind::Box:
+          pc.to = readers_[pc.id].without(owner);
+          break;
+      }
+    }
+    RankSet dests(ranks_);
+    for (const Piece& pc : pl_.pieces[t])
+      for (int r : pc.to) {
+        dests.add(r);
+        pl_.bytes[static_cast<size_t>(owner)] += static_cast<int64_t>(pc.bytes);
+      }
+    pl_.sends_to[t] = dests.without(owner);
+    pl_.messages[static_cast<size_t>(owner)] += static_cast<int64_t>(pl_.sends_to[t].size());
+  }
+
+  struct Made {  // a range of an array's elements a task writes, and its rank
+    int64_t lo, hi;
+    int owner;
+  };
+
+  const Plan& p_;
+  const int ranks_;
+  Placement pl_;
+  std::vector<int> consumer_;            // per partial: the combine task that folds it
+  std::vector<int> partial_owner_;       // per partial: the rank that makes it
+  std::vector<std::vector<Made>> made_;  // per array
+  std::vector<RankSet> readers_;         // per array
+};
+
+}  // namespace
+
+std::shared_ptr<const Placement> placement(const Plan& p, int ranks) {
+  KILN_CHECK(ranks >= 1, "a placement over no ranks");
+  std::shared_ptr<const Placement> kept = std::atomic_load(&p.placement);
+  if (kept && kept->ranks == ranks) return kept;
+  auto made = std::make_shared<const Placement>(Placer(p, ranks).place());
+  std::atomic_store(&p.placement, made);
+  return made;
+}
+
+std::string placement_summary(const Placement& pl) {
+  std::ostringstream s;
+  s << "distributed over " << pl.ranks << " ranks (block-cyclic): per rank, tasks / messages / "
+    << "bytes sent\n";
+  for (int r = 0; r < pl.ranks; ++r)
+    s << "  rank " << r << ": " << pl.tasks[r] << " / " << pl.messages[r] << " / " << pl.bytes[r]
+      << "\n";
+  return s.str();
+}
+
+}  // namespace kiln

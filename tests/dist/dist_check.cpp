@@ -1,0 +1,195 @@
+// The distributed suite (docs/DISTRIBUTED.md), run by ctest under `mpirun -np 1 ... 4`:
+//   same   every expression workload, a set of expressions that move data between ranks in each
+//          way the placement knows (partials, blocks, boxes of whole arrays, LAPACK results,
+//          outputs), linear algebra and the GLM solvers, computed distributed and on this rank
+//          alone: the same bits; and each rank's messages and bytes sent equal to what the
+//          plan's placement predicts.
+//   error  a task that fails on one rank only (an integer to a negative power in rank 1's block):
+//          every rank raises the same kiln::Error, and the next compute works.
+//   wait   (tests/dist/killed_rank.sh) rank 0 prints its pid, then every rank computes
+//          forever; the script kills rank 1 and expects the job to end.
+// Each rank checks its own results; a failure prints the rank and exits non-zero, which makes
+// mpirun's exit status non-zero.
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "kiln/glm.hpp"
+#include "kiln/kiln.hpp"
+#include "tools/workloads.hpp"
+
+using namespace kiln;
+
+namespace {
+
+int g_failures = 0, g_checks = 0;
+
+void fail(const std::string& what) {
+  ++g_failures;
+  std::fprintf(stderr, "dist_check: rank %d of %d: FAILED %s\n", distributed::rank(),
+               distributed::size(), what.c_str());
+}
+
+bool same_bits(const NDArray& a, const NDArray& b) {
+  return a.dtype() == b.dtype() && a.shape() == b.shape() && a.nbytes() == b.nbytes() &&
+         std::memcmp(a.data(), b.data(), a.nbytes()) == 0;
+}
+
+ComputeOptions local() {
+  ComputeOptions o;
+  o.distributed = false;
+  return o;
+}
+
+// The counts of the last compute equal the placement's prediction (and, on several ranks, say
+// so).
+void check_counts(const std::string& name) {
+  Stats s = stats();
+  const int ranks = distributed::size();
+  if (ranks == 1) return;
+  if (s.last_ranks != ranks)
+    fail(name + ": last_ranks " + std::to_string(s.last_ranks) + ", expected " +
+         std::to_string(ranks));
+  if (s.last_messages_sent != s.last_predicted_messages ||
+      s.last_bytes_sent != s.last_predicted_bytes)
+    fail(name + ": sent " + std::to_string(s.last_messages_sent) + " messages, " +
+         std::to_string(s.last_bytes_sent) + " bytes; the placement predicted " +
+         std::to_string(s.last_predicted_messages) + ", " + std::to_string(s.last_predicted_bytes));
+}
+
+// Distributed and local results of the same arrays: bit for bit.
+void check(const std::string& name, const std::vector<Array>& arrays) {
+  ++g_checks;
+  std::vector<NDArray> got = compute(arrays);
+  check_counts(name);
+  Stats s = stats();
+  std::vector<NDArray> want = compute(arrays, local());
+  for (size_t k = 0; k < arrays.size(); ++k)
+    if (!same_bits(got[k], want[k])) fail(name + ": output " + std::to_string(k) + " differs");
+  if (distributed::rank() == 0)
+    std::printf("  %-28s %6lld tasks here, %4lld messages, %9lld bytes sent\n", name.c_str(),
+                static_cast<long long>(s.last_rank_tasks),
+                static_cast<long long>(s.last_messages_sent),
+                static_cast<long long>(s.last_bytes_sent));
+}
+
+void same() {
+  // The seed workloads' expressions, at a twentieth of their default size and chunk.
+  for (const workloads::Workload& w : workloads::all()) {
+    if (!w.expr) continue;
+    const int64_t n = w.size / workloads::kQuickDivisor, c = w.chunk / workloads::kQuickDivisor;
+    check(w.name, w.build(n, c));
+  }
+  random::Generator gen(42);
+  Array x = gen.normal(0, 1, {600, 400}, {100, 100});  // 24 blocks
+  Array y = gen.uniform(-1, 1, {600, 400}, {100, 100});
+  check("element-wise output", {exp(x) * y - 1});
+  check("argmax, argmin, min", {x.argmax(), (x * y).argmin(1), x.min({0})});
+  check("mean along rows", {x.mean({1}, true), x - x.mean({1}, true)});  // row fusion
+  check("rechunked", {(x.rechunk({150, 400}) + 1).sum({1})});            // across grids
+  check("slices and transposes", {(x.slice({Slice(10, 590, 3)}).T() * 2).sum({0}),
+                                  x.slice({Slice(100, 300), Slice(50, 350)}).max()});
+  check("matmul", {matmul(x, y.T()), matmul(x.T(), y).sum()});
+  check("concatenate", {concatenate({x, y}, 0).sum({0})});
+  Array tall = gen.normal(0, 1, {4000, 20}, {500, 20});
+  auto [u, sv, vh] = linalg::svd(tall);
+  check("svd (TSQR)", {u, sv, vh});
+  auto [q, r] = linalg::qr(tall);
+  check("qr (TSQR)", {q, r});
+  check("lstsq", {linalg::lstsq(tall, tall.sum({1})).x});
+  // The solvers: many computes with host logic between them, the same on every rank.
+  for (const char* name : {"logistic-gd", "svd"}) {
+    const workloads::Workload& w = workloads::find(name);
+    workloads::SolveArgs args;
+    args.n = 4000;
+    args.c = 1000;
+    args.cols = 10;
+    if (!w.solve) continue;
+    ++g_checks;
+    workloads::SolveStats st;
+    std::vector<double> got = w.solve(args, {}, &st);
+    std::vector<double> want = w.solve(args, local(), &st);
+    if (got != want) fail(std::string(name) + ": the solver's results differ");
+    if (distributed::rank() == 0) std::printf("  %-28s the same bits\n", name);
+  }
+#ifdef KILN_SANITIZED  // (4 ranks on 2 cores under AddressSanitizer: the whole list takes minutes)
+  const std::vector<const char*> solvers = {"lbfgs"};
+#else
+  const std::vector<const char*> solvers = {"lbfgs", "newton", "admm", "gradient_descent",
+                                            "proximal_grad"};
+#endif
+  for (const char* solver : solvers) {
+    const workloads::Workload& w = workloads::find("glm");
+    workloads::SolveArgs args;
+    args.n = 4000;
+    args.c = 1000;
+    args.cols = 10;
+    args.solver = solver;
+    ++g_checks;
+    workloads::SolveStats st;
+    std::vector<double> got = w.solve(args, {}, &st);
+    std::vector<double> want = w.solve(args, local(), &st);
+    if (got != want) fail(std::string("glm ") + solver + ": the solver's results differ");
+    if (distributed::rank() == 0) std::printf("  glm %-24s the same bits\n", solver);
+  }
+}
+
+void error() {
+  // Block 1 of 3 (rank 1's on three ranks) raises a negative power; the others compute.
+  Array i = arange(0, 300, 1, {100});
+  Array e = where((i >= 100) & (i < 200), -1, 2);
+  ++g_checks;
+  try {
+    (void)compute(pow(i, e).sum());
+    fail("expected a kiln::Error");
+  } catch (const Error& err) {
+    const std::string what = err.what();
+    if (what.find("negative integer powers") == std::string::npos ||
+        (distributed::size() == 3 && what.find("[on rank 1 of 3]") == std::string::npos))
+      fail("the error reads: " + what);
+    if (distributed::rank() == 0) std::printf("  every rank raised: %s\n", what.c_str());
+  }
+  // The run after a failed one: nothing of the failed run is left in the queues.
+  random::Generator gen(7);
+  check("after the error", {gen.normal(0, 1, {800, 800}, {100, 100}).sum()});
+}
+
+[[noreturn]] void wait_forever() {
+  if (distributed::rank() == 0) {
+    std::printf("ready %d\n", static_cast<int>(getpid()));
+    std::fflush(stdout);
+  }
+  random::Generator gen(3);
+  for (;;) (void)compute(gen.normal(0, 1, {2000, 2000}, {250, 250}).sum());
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string mode = argc > 1 ? argv[1] : "same";
+  try {
+    distributed::init(argc, argv);
+    if (distributed::rank() == 0)
+      std::printf("dist_check %s: %d ranks, %s\n", mode.c_str(), distributed::size(),
+                  distributed::library().c_str());
+    if (mode == "same")
+      same();
+    else if (mode == "error")
+      error();
+    else if (mode == "wait")
+      wait_forever();
+    else
+      fail("unknown mode " + mode);
+  } catch (const std::exception& e) {
+    fail(std::string("exception: ") + e.what());
+  }
+  if (distributed::rank() == 0)
+    std::printf("dist_check %s: %d checks, %d failures on rank 0\n", mode.c_str(), g_checks,
+                g_failures);
+  distributed::finalize();
+  return g_failures == 0 ? 0 : 1;
+}

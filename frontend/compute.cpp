@@ -61,9 +61,19 @@ int thread_count(const ComputeOptions& opt) {
 
 }  // namespace
 
+std::vector<NDArray> compute_kept(const std::vector<Array>& arrays, const ComputeOptions& opt,
+                                  std::shared_ptr<const dist::Residency>* keep);
+
 std::vector<NDArray> compute(const std::vector<Array>& arrays) { return compute(arrays, {}); }
 
 std::vector<NDArray> compute(const std::vector<Array>& arrays, const ComputeOptions& opt) {
+  return compute_kept(arrays, opt, nullptr);
+}
+
+// compute(), and (keep: persist() of a distributed run) the output's blocks kept where they
+// were made: its residency in *keep (null when it is whole on every rank).
+std::vector<NDArray> compute_kept(const std::vector<Array>& arrays, const ComputeOptions& opt,
+                                  std::shared_ptr<const dist::Residency>* keep) {
   auto t0 = std::chrono::steady_clock::now();
   Graph g;
   for (const auto& a : arrays) {
@@ -157,6 +167,17 @@ std::vector<NDArray> compute(const std::vector<Array>& arrays, const ComputeOpti
     if (flags().mpi && !dist::world()) dist::start(nullptr, nullptr);
     ro.transport = dist::world();
   }
+  std::vector<std::shared_ptr<const dist::Residency>> held;  // the Buffers' residencies
+  if (dist::residencies() > 0) {
+    ro.slot_residency.assign(params.size(), nullptr);
+    for (size_t k = 0; k < params.size(); ++k)
+      if (params[k].ptr)
+        if (auto r = dist::residency(params[k].ptr)) {
+          ro.slot_residency[k] = r.get();
+          held.push_back(std::move(r));
+        }
+  }
+  if (keep) ro.keep.assign(arrays.size(), 1);
   ro.devices = opt.devices != 0 ? opt.devices : flags().devices;
   if (ro.devices < 0)
     throw Error("compute: devices must be at least 1 (0: the default), not " +
@@ -168,10 +189,15 @@ std::vector<NDArray> compute(const std::vector<Array>& arrays, const ComputeOpti
   std::optional<backend::HostTimer> running(std::in_place, "compute: run");
   RunResult res = execute(*plan, params, ro);
   running.reset();
+  if (keep) *keep = res.kept.empty() ? nullptr : res.kept[0];
   if (trace) {
     std::ostringstream json;
     trace->write_chrome_json(json);
-    files::write(opt.trace_file, json.str(), "compute: cannot write the trace file");
+    // Distributed: rank 0 writes the file named, rank r the same name with ".rank<r>" appended.
+    std::string path = opt.trace_file;
+    if (res.dist.ranks > 1 && ro.transport->rank() > 0)
+      path += ".rank" + std::to_string(ro.transport->rank());
+    files::write(path, json.str(), "compute: cannot write the trace file");
   }
   auto after = be.stats();
 
@@ -262,12 +288,20 @@ NDArray Array::compute() const { return kiln::compute(std::vector<Array>{*this})
 Array Array::persist() const { return persist(ComputeOptions{}); }
 
 Array Array::persist(const ComputeOptions& options) const {
-  NDArray r = kiln::compute({*this}, options)[0];
+  // Distributed: each rank keeps the blocks it made (where the array's blocks are contiguous rows
+  // of it); later computes read them where they are, or gather them first (runtime/placement).
+  std::shared_ptr<const dist::Residency> kept;
+  NDArray r = compute_kept({*this}, options, &kept)[0];
   Attrs a;
   a.offset = 0;
   a.strides = c_strides(shape());
   a.ptr = r.data();
   a.owner = r.storage();
+  if (kept) {
+    dist::set_residency(r.data(), kept);
+    a.owner = std::shared_ptr<void>(
+        r.data(), [storage = r.storage()](void* data) { dist::forget_residency(data); });
+  }
   a.place = r.place();
   return Array(Context::global().make(Op::Buffer, dtype(), shape(), chunks(), {}, std::move(a)));
 }

@@ -2,9 +2,11 @@
 
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <vector>
@@ -117,6 +119,40 @@ std::vector<int64_t> allgather(int64_t value) {
     w->abort(1);
   }
   return all;
+}
+
+namespace {
+std::mutex g_res_mu;
+std::map<const void*, std::shared_ptr<const Residency>> g_residency;
+std::atomic<int64_t> g_res_count{0};
+}  // namespace
+
+int64_t residencies() { return g_res_count.load(std::memory_order_relaxed); }
+
+int Residency::holder(int64_t first, int64_t last) const {
+  auto it = std::upper_bound(ranges.begin(), ranges.end(), first,
+                             [](int64_t v, const Range& r) { return v < r.first; });
+  if (it == ranges.begin()) return -1;
+  --it;
+  return first >= it->first && last <= it->last ? it->rank : -1;
+}
+
+void set_residency(const void* data, std::shared_ptr<const Residency> r) {
+  std::lock_guard<std::mutex> lock(g_res_mu);
+  g_residency[data] = std::move(r);
+  g_res_count = static_cast<int64_t>(g_residency.size());
+}
+
+void forget_residency(const void* data) {
+  std::lock_guard<std::mutex> lock(g_res_mu);
+  g_residency.erase(data);
+  g_res_count = static_cast<int64_t>(g_residency.size());
+}
+
+std::shared_ptr<const Residency> residency(const void* data) {
+  std::lock_guard<std::mutex> lock(g_res_mu);
+  auto it = g_residency.find(data);
+  return it == g_residency.end() ? nullptr : it->second;
 }
 
 double timeout_s() { return static_cast<double>(flags().mpi_timeout); }

@@ -3,6 +3,7 @@
 // first compute(). Without one, every compute() runs whole in this process.
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -30,6 +31,28 @@ uint64_t next_epoch();
 // Every rank's `value` (indexed by rank), on every rank: a collective, called by all ranks in the
 // same order. {value} when not distributed. Values must not be negative.
 std::vector<int64_t> allgather(int64_t value);
+
+// Where the elements of an array kept where its blocks were made live (a persist() of a
+// distributed compute, docs/DISTRIBUTED.md): each rank holds its ranges, the memory of the other
+// ranges on it is allocated but never written.
+struct Residency {
+  struct Range {
+    int64_t first, last;  // elements, inclusive; all of them the range's
+    int rank;
+  };
+  std::vector<Range> ranges;  // sorted by first, disjoint
+  int ranks = 1;
+  size_t element_size = 8;
+  // The rank holding every element of [first, last], or -1 (split over ranges of several).
+  int holder(int64_t first, int64_t last) const;
+};
+// Registers the residency of the buffer at `data` (persist()), until forget_residency(data).
+void set_residency(const void* data, std::shared_ptr<const Residency> r);
+void forget_residency(const void* data);
+// The buffer's residency, or null: the whole buffer is on every rank (or no rank distributes).
+std::shared_ptr<const Residency> residency(const void* data);
+// How many buffers are registered (computes look their Buffers up only when some are).
+int64_t residencies();
 
 // How long a rank waits for a message or a collective before it decides a rank is lost
 // (KILN_MPI_TIMEOUT, seconds) and ends the job.

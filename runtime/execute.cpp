@@ -318,6 +318,7 @@ class Run {
       if (waits[t] == 0) ready.push(static_cast<int>(t));
     }
     bool stop = false, own_error = false;
+    for (int slot : pl.gather_slots) stop = stop || !gather(slot);
     while (!ready.empty()) {
       const int t = ready.pop();
       for (int s : p_.tasks[t].next)
@@ -331,21 +332,31 @@ class Run {
         if (failed_.load()) {
           own_error = stop = true;
           notify_error();
-        } else if (owner == me && !skipped) {
+        } else if (owner == me && !skipped && !pl.sends_to[t].empty()) {
+          const double start = trace_ ? trace_->now_us() : 0;
+          const int64_t bytes = counts_.bytes_sent;
           send_products(t);
+          trace_transfer("send", task, start, counts_.bytes_sent - bytes);
         }
         continue;
       }
       const auto& to = pl.sends_to[t];
-      if (std::binary_search(to.begin(), to.end(), me) && !receive_products(t, owner)) {
-        stop = true;  // another rank failed
-        continue;
+      if (std::binary_search(to.begin(), to.end(), me)) {
+        const double start = trace_ ? trace_->now_us() : 0;
+        const int64_t bytes = counts_.bytes_received;
+        if (!receive_products(t, owner)) {
+          stop = true;  // another rank failed
+          continue;
+        }
+        trace_transfer("receive", task, start, counts_.bytes_received - bytes);
       }
       forget(task);
       progress_->step();
     }
     finish(own_error);
     if (error_) std::rethrow_exception(error_);
+    // Every rank succeeded: the gathered Buffers are whole on every rank now.
+    for (int slot : pl.gather_slots) dist::forget_residency(params_[slot].ptr);
     DistCounts c = counts_;
     c.ranks = ranks;
     c.tasks = tasks_run_.load();
@@ -359,6 +370,64 @@ class Run {
     uint64_t epoch;
     int64_t task;
   };
+
+  // A Buffer kept where its blocks were made (persist() of a distributed run), read beyond them
+  // by this run: each rank sends its ranges to every other, in the ranges' order; afterwards the
+  // buffer is whole on every rank (forgotten as kept once the run succeeded on every rank). Its
+  // memory is the persisted array's own, allocated whole on every rank: the ranges received are
+  // written in place. False: another rank failed.
+  bool gather(int slot) {
+    const void* data = params_[slot].ptr;
+    std::shared_ptr<const dist::Residency> r = dist::residency(data);
+    KILN_CHECK(r, "a gathered Buffer without its residency");
+    const int me = tr_->rank();
+    int64_t index = 0;
+    for (const auto& g : r->ranges) {
+      char* at = const_cast<char*>(static_cast<const char*>(data)) +
+                 g.first * static_cast<int64_t>(r->element_size);
+      const auto bytes = static_cast<size_t>(g.last - g.first + 1) * r->element_size;
+      const MessageHead head{epoch_, -1 - index++};
+      if (g.rank == me) {
+        auto msg = std::make_shared<std::vector<char>>(sizeof head + bytes);
+        std::memcpy(msg->data(), &head, sizeof head);
+        std::memcpy(msg->data() + sizeof head, at, bytes);
+        for (int q = 0; q < tr_->size(); ++q) {
+          if (q == me) continue;
+          tr_->send(q, dist::kData, msg);
+          ++sent_[static_cast<size_t>(q)];
+          ++counts_.messages_sent;
+          counts_.bytes_sent += static_cast<int64_t>(bytes);
+        }
+        continue;
+      }
+      size_t got = 0;
+      if (!await(g.rank, dist::kData, &got)) return false;
+      std::vector<char> msg(sizeof head + bytes);
+      tr_->recv(g.rank, dist::kData, msg.data(), msg.size());
+      ++got_[static_cast<size_t>(g.rank)];
+      ++counts_.messages_received;
+      counts_.bytes_received += static_cast<int64_t>(bytes);
+      MessageHead h;
+      std::memcpy(&h, msg.data(), sizeof h);
+      KILN_CHECK(h.epoch == head.epoch && h.task == head.task,
+                 "distributed: a gather's message out of order");
+      std::memcpy(at, msg.data() + sizeof head, bytes);
+    }
+    return true;
+  }
+
+  // A distributed run's send or receive of a task's pieces, in the trace (its wait included).
+  void trace_transfer(const char* cat, const PlanTask& task, double start_us, int64_t bytes) {
+    if (!trace_) return;
+    TraceEvent e;
+    e.name = std::string(cat) + " " + std::to_string(task.group);
+    e.cat = cat;
+    e.block = task.kind == TaskKind::Combine ? task.final_block : task.block;
+    e.start_us = start_us;
+    e.dur_us = trace_->now_us() - start_us;
+    e.bytes = bytes;
+    trace_->add(std::move(e));
+  }
 
   // Calls f(first element, elements) for each contiguous run of a box's elements.
   template <class F>
@@ -1700,17 +1769,29 @@ RunResult execute(const Plan& plan, const std::vector<ParamValue>& params, const
   run.cancel_on(opt.cancel);
   setup.reset();
   DistCounts dist;
+  std::shared_ptr<const Placement> pl;
   {
     backend::HostTimer timer("run: tasks");
-    if (opt.transport && opt.transport->size() > 1)
-      dist = run.run_distributed(*opt.transport, *placement(plan, opt.transport->size()));
-    else
+    if (opt.transport && opt.transport->size() > 1) {
+      PlacementInputs in{opt.keep, opt.slot_residency};
+      pl = placement(plan, opt.transport->size(), &in);
+      dist = run.run_distributed(*opt.transport, *pl);
+    } else {
+      bool partial = false;
+      for (const dist::Residency* r : opt.slot_residency) partial = partial || r;
+      if (partial)  // its other ranks' ranges were never written here
+        throw Error(
+            "compute: an operand was persisted across the ranks of a distributed run (each rank "
+            "holds its own blocks of it); compute what reads it on every rank, distributed, or "
+            "persist it with ComputeOptions::distributed = false");
       run.run(opt.threads);
+    }
   }
   backend::HostTimer timer("run: results");
   RunResult r = run.result();
   r.tasks = run.tasks_run();
   r.dist = dist;
+  if (pl) r.kept = pl->kept;
   return r;
 }
 

@@ -8,6 +8,7 @@
 
 #include "passes/parameterize.hpp"
 #include "runtime/device.hpp"
+#include "runtime/distributed.hpp"
 #include "runtime/plan.hpp"
 #include "runtime/trace.hpp"
 #include "runtime/transport.hpp"
@@ -29,6 +30,9 @@ struct RunResult {
   int devices = 1;                             // devices its kernels ran on
   Transfers transfers;                         // copies to, from and between devices
   DistCounts dist;                             // distributed runs
+  // Distributed runs, per output asked to be kept where its blocks were made: where its elements
+  // are (null: on every rank).
+  std::vector<std::shared_ptr<const dist::Residency>> kept;
 };
 
 struct RunOptions {
@@ -46,6 +50,11 @@ struct RunOptions {
   // rank runs the tasks the placement gives it, one at a time, and receives what it reads from
   // the others; every rank gets the outputs. Null: the whole plan runs here.
   dist::Transport* transport = nullptr;
+  // Distributed runs: per output, whether its blocks stay on the ranks that made them instead of
+  // going to every rank (persist(): its residency in RunResult::kept); per template slot, a
+  // Buffer kept that way by an earlier run (null: whole on every rank).
+  std::vector<uint8_t> keep;
+  std::vector<const dist::Residency*> slot_residency;
 };
 
 RunResult execute(const Plan& plan, const std::vector<ParamValue>& params, const RunOptions& opt);

@@ -32,7 +32,7 @@ class RankSet {
 
 class Placer {
  public:
-  Placer(const Plan& p, int ranks) : p_(p), ranks_(ranks) {}
+  Placer(const Plan& p, int ranks, const PlacementInputs* in) : p_(p), ranks_(ranks), in_(in) {}
 
   Placement place() {
     pl_.ranks = ranks_;
@@ -53,6 +53,8 @@ class Placer {
       own(static_cast<int>(t));
       pieces(static_cast<int>(t));
     }
+    keep_outputs();
+    gathers();
     readers();
     for (size_t t = 0; t < n; ++t) destinations(static_cast<int>(t));
     return std::move(pl_);
@@ -101,7 +103,117 @@ class Placer {
     if (a.array >= 0)
       for (const Made& m : made_[a.array])
         if (a.layout.offset >= m.lo && a.layout.offset <= m.hi) return m.owner;
+    if (const dist::Residency* r = kept_slot(a.slot)) {
+      const int h = r->holder(a.layout.offset, a.layout.offset);
+      if (h >= 0) return h;
+    }
     return group % ranks_;
+  }
+
+  const dist::Residency* kept_slot(int slot) const {
+    if (!in_ || slot < 0 || static_cast<size_t>(slot) >= in_->slots.size()) return nullptr;
+    return in_->slots[slot];
+  }
+
+  // The outputs asked to be kept where made, whose boxes are contiguous, disjoint ranges of them
+  // (row blocks of a C-order array): their residency; the others go to every rank.
+  void keep_outputs() {
+    pl_.kept.assign(p_.output_arrays.size(), nullptr);
+    keep_array_.assign(p_.arrays.size(), 0);
+    if (!in_ || in_->keep.empty()) return;
+    for (size_t k = 0; k < p_.output_arrays.size(); ++k) {
+      const int a = p_.output_arrays[k];
+      if (!in_->keep[k] || p_.arrays[a].blocked) continue;
+      auto r = std::make_shared<dist::Residency>();
+      r->ranks = ranks_;
+      r->element_size = dtype_size(p_.arrays[a].dtype);
+      bool ok = true;
+      for (const Made& m : made_[a]) {
+        ok = ok && m.contiguous;
+        r->ranges.push_back({m.lo, m.hi, m.owner});
+      }
+      std::sort(r->ranges.begin(), r->ranges.end(),
+                [](const auto& x, const auto& y) { return x.first < y.first; });
+      int64_t next = 0;  // disjoint, and covering the array
+      for (const auto& g : r->ranges) {
+        ok = ok && g.first == next;
+        next = g.last + 1;
+      }
+      ok = ok && next == num_elements(p_.arrays[a].shape);
+      if (!ok) continue;
+      pl_.kept[k] = r;
+      keep_array_[a] = 1;
+    }
+  }
+
+  // Calls f(slot, first, last) for each element range task t reads of a template slot's Buffer.
+  template <class F>
+  void slot_reads(int t, F f) const {
+    const PlanTask& task = p_.tasks[t];
+    const PlanGroup& g = p_.groups[task.group];
+    int64_t lo[32], ext[32];
+    auto span = [&](int slot, int64_t first, const int64_t* n, const int64_t* strides, int r) {
+      int64_t a = first, b = first;
+      for (int d = 0; d < r; ++d) {
+        if (n[d] <= 0) return;
+        (strides[d] < 0 ? a : b) += (n[d] - 1) * strides[d];
+      }
+      f(slot, a, b);
+    };
+    if (task.kind == TaskKind::Kernel) {
+      const kir::Kernel& k = g.lowered.kernel;
+      p_.block_box(g, task.block, lo, ext);
+      for (size_t l = 0; l < k.leaves.size(); ++l) {
+        if (g.leaf_arrays[l] >= 0 || k.leaves[l].kind != kir::LeafKind::Memory) continue;
+        const LeafBinding& b = g.lowered.leaves[l];
+        int64_t first = b.offset;
+        for (int d = 0; d < k.rank; ++d) first += lo[d] * b.strides[d];
+        span(b.slot, first, ext, b.strides.data(), k.rank);
+      }
+      return;
+    }
+    if (task.kind != TaskKind::Library) return;
+    const PlanLibrary& l = p_.libraries[g.library];
+    auto region = [&](const LibraryOperand& op, int64_t row, int64_t col, int64_t rows,
+                      int64_t cols) {
+      if (op.slot < 0) return;
+      const MatrixLayout& m = op.layout;
+      const int64_t n[2] = {rows, cols}, strides[2] = {m.row_stride, m.col_stride};
+      span(op.slot, m.offset + row * m.row_stride + col * m.col_stride, n, strides, 2);
+    };
+    if (l.op == Op::Linalg) {
+      region(l.a, 0, 0, l.m, l.n);
+      if (l.b.present()) region(l.b, 0, 0, l.b_rows, l.k);
+    } else if (l.op == Op::MatMul) {
+      p_.block_box(g, task.block, lo, ext);
+      const int64_t k0 = l.k_starts[task.split], kn = l.k_starts[task.split + 1] - k0;
+      if (l.a_reads.empty()) region(l.a, lo[0], k0, ext[0], kn);
+      if (l.b_reads.empty()) region(l.b, k0, lo[1], kn, ext[1]);
+    }
+  }
+
+  // Kept Buffers read beyond their holders by some task: gathered before the run.
+  void gathers() {
+    if (!in_ || in_->slots.empty()) return;
+    std::vector<uint8_t> gather(in_->slots.size(), 0);
+    for (size_t t = 0; t < p_.tasks.size(); ++t) {
+      const int owner = pl_.owner[t];
+      if (owner < 0) continue;
+      slot_reads(static_cast<int>(t), [&](int slot, int64_t first, int64_t last) {
+        const dist::Residency* r = kept_slot(slot);
+        if (r && r->holder(first, last) != owner) gather[slot] = 1;
+      });
+    }
+    for (size_t s = 0; s < gather.size(); ++s) {
+      if (!gather[s]) continue;
+      pl_.gather_slots.push_back(static_cast<int>(s));
+      for (const auto& g : in_->slots[s]->ranges) {
+        const auto bytes = static_cast<int64_t>((g.last - g.first + 1) *
+                                                static_cast<int64_t>(in_->slots[s]->element_size));
+        pl_.bytes[static_cast<size_t>(g.rank)] += bytes * (ranks_ - 1);
+        pl_.messages[static_cast<size_t>(g.rank)] += ranks_ - 1;
+      }
+    }
   }
 
   // Per array: the ranks whose tasks read it whole, and every rank for compute()'s outputs.
@@ -122,7 +234,7 @@ class Placer {
       }
     }
     for (size_t a = 0; a < p_.arrays.size(); ++a)
-      if (p_.arrays[a].output >= 0) readers_[a].add_all();
+      if (p_.arrays[a].output >= 0 && !keep_array_[a]) readers_[a].add_all();
   }
 
   Piece box(int array, int64_t base, size_t es, std::vector<int64_t> ext,
@@ -235,8 +347,13 @@ class Placer {
     for (const Piece& pc : out) {  // the elements each box spans, for maker_of
       if (pc.kind != Piece::Kind::Box || pc.bytes == 0) continue;
       int64_t hi = pc.base;
-      for (size_t d = 0; d < pc.ext.size(); ++d) hi += (pc.ext[d] - 1) * pc.strides[d];
-      made_[pc.id].push_back({pc.base, hi, owner});
+      bool neg = false;
+      for (size_t d = 0; d < pc.ext.size(); ++d) {
+        hi += (pc.ext[d] - 1) * pc.strides[d];
+        neg = neg || pc.strides[d] < 0;
+      }
+      const bool contiguous = !neg && static_cast<size_t>(hi - pc.base + 1) * pc.es == pc.bytes;
+      made_[pc.id].push_back({pc.base, hi, owner, contiguous});
     }
   }
 
@@ -282,10 +399,13 @@ class Placer {
   struct Made {  // a range of an array's elements a task writes, and its rank
     int64_t lo, hi;
     int owner;
+    bool contiguous;  // it writes every element of [lo, hi]
   };
 
   const Plan& p_;
   const int ranks_;
+  const PlacementInputs* in_;
+  std::vector<uint8_t> keep_array_;  // per array: an output kept where made
   Placement pl_;
   std::vector<int> consumer_;            // per partial: the combine task that folds it
   std::vector<int> partial_owner_;       // per partial: the rank that makes it
@@ -295,11 +415,20 @@ class Placer {
 
 }  // namespace
 
-std::shared_ptr<const Placement> placement(const Plan& p, int ranks) {
+bool PlacementInputs::empty() const {
+  for (uint8_t k : keep)
+    if (k) return false;
+  for (const dist::Residency* r : slots)
+    if (r) return false;
+  return true;
+}
+
+std::shared_ptr<const Placement> placement(const Plan& p, int ranks, const PlacementInputs* in) {
   KILN_CHECK(ranks >= 1, "a placement over no ranks");
+  if (in && !in->empty()) return std::make_shared<const Placement>(Placer(p, ranks, in).place());
   std::shared_ptr<const Placement> kept = std::atomic_load(&p.placement);
   if (kept && kept->ranks == ranks) return kept;
-  auto made = std::make_shared<const Placement>(Placer(p, ranks).place());
+  auto made = std::make_shared<const Placement>(Placer(p, ranks, nullptr).place());
   std::atomic_store(&p.placement, made);
   return made;
 }

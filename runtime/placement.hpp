@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/distributed.hpp"
 #include "runtime/plan.hpp"
 
 namespace kiln {
@@ -37,17 +38,34 @@ struct Piece {
   std::vector<int> to;  // the ranks that receive it, sorted; never the owner
 };
 
+// What a run adds to the plan's placement: outputs to keep where their blocks are made, and
+// Buffers kept that way by an earlier run (runtime/distributed.hpp's Residency).
+struct PlacementInputs {
+  std::vector<uint8_t> keep;                  // per compute() output (empty: none)
+  std::vector<const dist::Residency*> slots;  // per template slot (empty, or null: everywhere)
+  bool empty() const;
+};
+
 struct Placement {
   int ranks = 1;
   std::vector<int> owner;                  // per task; -1: Start, End (every rank's)
   std::vector<std::vector<Piece>> pieces;  // per task: what it sends
   std::vector<std::vector<int>> sends_to;  // per task: the ranks it sends a message to, sorted
-  // Per rank, what the plan predicts: tasks it runs, messages and payload bytes it sends.
+  // Per rank, what the plan predicts: tasks it runs, messages and payload bytes it sends
+  // (gathers included).
   std::vector<int64_t> tasks, messages, bytes;
+  // Kept Buffers (their template slots) that some task reads beyond what its rank holds: every
+  // rank receives the others' ranges of them before the tasks run, and holds them whole after.
+  std::vector<int> gather_slots;
+  // Per compute() output asked to be kept: where its elements are (null: on every rank, because
+  // its blocks' boxes are not contiguous ranges of it, or it was not asked).
+  std::vector<std::shared_ptr<const dist::Residency>> kept;
 };
 
-// The placement of plan `p`'s tasks over `ranks` ranks (kept in the plan after the first call).
-std::shared_ptr<const Placement> placement(const Plan& p, int ranks);
+// The placement of plan `p`'s tasks over `ranks` ranks (kept in the plan after the first call
+// without inputs; made afresh for each run with them).
+std::shared_ptr<const Placement> placement(const Plan& p, int ranks,
+                                           const PlacementInputs* in = nullptr);
 
 // For --emit-ir: tasks, messages and bytes per rank.
 std::string placement_summary(const Placement& pl);

@@ -140,7 +140,8 @@ class Array {
 
   NDArray compute() const;
   // Computes the array and keeps its blocks: the returned array reads them instead of
-  // re-evaluating the expression.
+  // re-evaluating the expression. In a distributed program (kiln::distributed) each rank keeps
+  // the row blocks it made (docs/DISTRIBUTED.md).
   Array persist() const;
   // As persist(), computed with `options`: with keep_on_device on a GPU device (cuda, cuda-emu)
   // the blocks stay in device memory, where later computes on that device read them in place.

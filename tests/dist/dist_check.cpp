@@ -14,7 +14,9 @@
 
 #include <cstdio>
 #include <cstring>
+#include <fstream>
 #include <functional>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -61,13 +63,15 @@ void check_counts(const std::string& name) {
          std::to_string(s.last_predicted_messages) + ", " + std::to_string(s.last_predicted_bytes));
 }
 
-// Distributed and local results of the same arrays: bit for bit.
-void check(const std::string& name, const std::vector<Array>& arrays) {
+// Distributed results of `arrays` and local results of `reference` (by default the same
+// arrays): bit for bit.
+void check(const std::string& name, const std::vector<Array>& arrays,
+           std::vector<Array> reference = {}) {
   ++g_checks;
   std::vector<NDArray> got = compute(arrays);
   check_counts(name);
   Stats s = stats();
-  std::vector<NDArray> want = compute(arrays, local());
+  std::vector<NDArray> want = compute(reference.empty() ? arrays : reference, local());
   for (size_t k = 0; k < arrays.size(); ++k)
     if (!same_bits(got[k], want[k])) fail(name + ": output " + std::to_string(k) + " differs");
   if (distributed::rank() == 0)
@@ -101,6 +105,51 @@ void same() {
   auto [q, r] = linalg::qr(tall);
   check("qr (TSQR)", {q, r});
   check("lstsq", {linalg::lstsq(tall, tall.sum({1})).x});
+  // persist() keeps each rank's blocks on it: a compute over the same blocks reads them there,
+  // nothing of them moves; one that reads across them gathers them first; a compute on one rank
+  // alone cannot read them (an error, not the other ranks' unwritten memory).
+  // (Row blocks: whole rows, contiguous ranges of the array. The references read the same array
+  // persisted on this rank alone: a kernel over random values sums in another order than one
+  // over memory.)
+  {
+    Array rows = gen.normal(0, 1, {600, 400}, {100, 400});
+    Array xp = rows.persist();
+    const int64_t before = stats().last_bytes_sent;
+    Array x = rows.persist(local());
+    check("persisted, read where made", {(xp * 2 + 1).sum({1})}, {(x * 2 + 1).sum({1})});
+    if (distributed::size() > 1) {
+      if (before > 0) fail("persist() sent " + std::to_string(before) + " bytes");
+      ++g_checks;
+      try {
+        (void)compute({xp.sum()}, local());
+        fail("a local compute of a persisted array across ranks did not raise");
+      } catch (const Error& e) {
+        if (std::string(e.what()).find("persisted across the ranks") == std::string::npos)
+          fail(std::string("the error reads: ") + e.what());
+      }
+    }
+    check("persisted, read across blocks", {xp.T().rechunk({400, 600}).sum({1})},
+          {x.T().rechunk({400, 600}).sum({1})});
+    check("persisted, then whole here", {xp.max()}, {x.max()});  // gathered: local works too
+    ++g_checks;
+    if (!same_bits(compute({xp.sum()}, local())[0], compute({x.sum()}, local())[0]))
+      fail("the gathered persisted array differs");
+  }
+  // The trace: rank 0 writes the file named, rank r "<name>.rank<r>", with the sends and receives.
+  if (distributed::size() > 1) {
+    ++g_checks;
+    ComputeOptions o;
+    o.trace_file = "dist_check_trace_" + std::to_string(distributed::size()) + ".json";
+    (void)compute({x.sum({0})}, o);
+    std::string path = o.trace_file;
+    if (distributed::rank() > 0) path += ".rank" + std::to_string(distributed::rank());
+    std::ifstream in(path);
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const bool moved = text.find("\"cat\":\"send\"") != std::string::npos ||
+                       text.find("\"cat\":\"receive\"") != std::string::npos;
+    if (!moved) fail("the trace " + path + " has no send or receive event");
+    std::remove(path.c_str());
+  }
   // The solvers: many computes with host logic between them, the same on every rank.
   for (const char* name : {"logistic-gd", "svd"}) {
     const workloads::Workload& w = workloads::find(name);

@@ -4,7 +4,7 @@
 # ranks when one dies).
 # Distributed.AHungRankEndsTheJobAfterTheTimeout (SIGNAL STOP, KILN_MPI_TIMEOUT=5): the rank is
 # stopped instead, which no launcher notices; the ranks waiting for it must end the job after
-# KILN_MPI_TIMEOUT, saying which rank they waited for.
+# KILN_MPI_TIMEOUT, saying what they waited for.
 # Usage: killed_rank.sh MPIRUN KILN_DIST_CHECK SIGNAL
 set -uo pipefail
 mpirun="$1" check="$2" signal="$3"
@@ -45,7 +45,7 @@ echo "SIG$signal to rank pid $victim; the job ended $((SECONDS - start)) s later
 tail -5 "$out"
 [ $status -ne 0 ] || { echo "expected a non-zero status"; exit 1; }
 if [ "$signal" = STOP ]; then
-  grep -q "waited 5 s (KILN_MPI_TIMEOUT) for rank" "$out" ||
+  grep -q "waited 5 s (KILN_MPI_TIMEOUT) for " "$out" ||
     { echo "expected a rank to say it waited KILN_MPI_TIMEOUT"; cat "$out"; exit 1; }
 fi
 exit 0

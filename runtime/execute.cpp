@@ -344,8 +344,16 @@ class Run {
       if (std::binary_search(to.begin(), to.end(), me)) {
         const double start = trace_ ? trace_->now_us() : 0;
         const int64_t bytes = counts_.bytes_received;
-        if (!receive_products(t, owner)) {
-          stop = true;  // another rank failed
+        bool received = false;
+        try {
+          received = receive_products(t, owner);
+        } catch (...) {  // a failed allocation, a message out of order: this rank's error
+          fail(std::current_exception());
+          own_error = true;
+          notify_error();
+        }
+        if (!received) {
+          stop = true;  // this rank or another failed
           continue;
         }
         trace_transfer("receive", task, start, counts_.bytes_received - bytes);

@@ -41,7 +41,6 @@ struct Residency {
     int rank;
   };
   std::vector<Range> ranges;  // sorted by first, disjoint
-  int ranks = 1;
   size_t element_size = 8;
   // The rank holding every element of [first, last], or -1 (split over ranges of several).
   int holder(int64_t first, int64_t last) const;

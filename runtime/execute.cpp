@@ -592,23 +592,20 @@ class Run {
         release_reads(task);
         return;
       case TaskKind::Combine:
-        for (int id : task.partials_in)
-          if (partial_[id]) {
-            host_free(partial_[id], partial_bytes(id));
-            partial_[id] = nullptr;
-          }
+        for (int id : task.partials_in) drop_partial(id);
         return;
-      case TaskKind::LibrarySum:
-        for (int id : task.partials_in)
-          if (library_partial_[id]) {
-            host_free(library_partial_[id], library_partial_bytes(task));
-            library_partial_[id] = nullptr;
-          }
-        return;
+      case TaskKind::LibrarySum:  // (its calls ran on its rank: it holds nothing elsewhere)
       case TaskKind::Start:
       case TaskKind::End:
         return;
     }
+  }
+
+  // Frees partial `id` if this rank holds it.
+  void drop_partial(int id) {
+    if (!partial_[id]) return;
+    host_free(partial_[id], partial_bytes(id));
+    partial_[id] = nullptr;
   }
 
   // This rank's error as (kind, text).
@@ -1613,13 +1610,8 @@ class Run {
         write_result(r, task.final_block, acc);
       }
     });
-    for (size_t q = (task.partial_out >= 0 ? 1 : 0); q < task.partials_in.size(); ++q) {
-      int id = task.partials_in[q];
-      if (partial_[id]) {
-        host_free(partial_[id], partial_bytes(id));
-        partial_[id] = nullptr;
-      }
-    }
+    for (size_t q = (task.partial_out >= 0 ? 1 : 0); q < task.partials_in.size(); ++q)
+      drop_partial(task.partials_in[q]);
     return bytes;
   }
 
@@ -1660,19 +1652,8 @@ class Run {
   template <class T>
   void write_result(const PlanReduce& r, int64_t block, const T* acc) {
     ensure_array(r.array);
-    const PlanGroup& g = p_.groups[r.group];
-    int rank = static_cast<int>(g.domain.size());
-    int64_t lo[32], ext[32];
-    p_.block_box(g, block, lo, ext);
-    uint32_t mask = g.lowered.kernel.outputs[r.output].reduced_mask;
-    int64_t base = 0;
     std::vector<int64_t> dims, strides;
-    for (int d = 0; d < rank; ++d) {
-      if ((mask >> d) & 1u) continue;
-      base += lo[d] * r.out_strides[d];
-      dims.push_back(ext[d]);
-      strides.push_back(r.out_strides[d]);
-    }
+    const int64_t base = p_.result_region(r, block, &dims, &strides);
     void* out = data_[r.array].get();
     // float32 sums were accumulated in float64: rounded once, here.
     bool narrow = std::is_same_v<T, double> && r.out == DType::Float32;

@@ -125,7 +125,6 @@ class Placer {
       const int a = p_.output_arrays[k];
       if (!in_->keep[k] || p_.arrays[a].blocked) continue;
       auto r = std::make_shared<dist::Residency>();
-      r->ranks = ranks_;
       r->element_size = dtype_size(p_.arrays[a].dtype);
       bool ok = true;
       for (const Made& m : made_[a]) {
@@ -251,6 +250,14 @@ class Placer {
     return pc;
   }
 
+  Piece partial(int id) const {
+    Piece pc;
+    pc.kind = Piece::Kind::Partial;
+    pc.id = id;
+    pc.bytes = p_.partial_bytes(id);
+    return pc;
+  }
+
   void pieces(int t) {
     const PlanTask& task = p_.tasks[t];
     const int owner = pl_.owner[t];
@@ -269,12 +276,7 @@ class Placer {
         int reduce = 0;
         for (size_t o = 0; o < k.outputs.size(); ++o) {
           if (k.outputs[o].reduce) {
-            const int pid = p_.partial_of[task.group][task.block][reduce++];
-            Piece pc;
-            pc.kind = Piece::Kind::Partial;
-            pc.id = pid;
-            pc.bytes = p_.partial_bytes(pid);
-            out.push_back(std::move(pc));
+            out.push_back(partial(p_.partial_of[task.group][task.block][reduce++]));
             continue;
           }
           const int a = g.output_arrays[o];
@@ -300,26 +302,13 @@ class Placer {
       }
       case TaskKind::Combine: {
         if (task.partial_out >= 0) {
-          Piece pc;
-          pc.kind = Piece::Kind::Partial;
-          pc.id = task.partial_out;
-          pc.bytes = p_.partial_bytes(task.partial_out);
-          out.push_back(std::move(pc));
+          out.push_back(partial(task.partial_out));
           break;
         }
         // The final fold writes the result's region of this block (Run::write_result).
         const PlanReduce& red = p_.reduces[task.reduce];
-        const PlanGroup& rg = p_.groups[red.group];
-        p_.block_box(rg, task.final_block, lo, ext);
-        const uint32_t mask = rg.lowered.kernel.outputs[red.output].reduced_mask;
-        int64_t base = 0;
         std::vector<int64_t> dims, strides;
-        for (size_t d = 0; d < rg.domain.size(); ++d) {
-          if ((mask >> d) & 1u) continue;
-          base += lo[d] * red.out_strides[d];
-          dims.push_back(ext[d]);
-          strides.push_back(red.out_strides[d]);
-        }
+        const int64_t base = p_.result_region(red, task.final_block, &dims, &strides);
         out.push_back(
             box(red.array, base, dtype_size(red.out), std::move(dims), std::move(strides)));
         break;

@@ -364,6 +364,22 @@ int64_t Plan::partial_elems(int id) const {
   return n;
 }
 
+int64_t Plan::result_region(const PlanReduce& r, int64_t block, std::vector<int64_t>* dims,
+                            std::vector<int64_t>* strides) const {
+  const PlanGroup& g = groups[r.group];
+  int64_t lo[32], ext[32];
+  block_box(g, block, lo, ext);
+  const uint32_t mask = g.lowered.kernel.outputs[r.output].reduced_mask;
+  int64_t base = 0;
+  for (size_t d = 0; d < g.domain.size(); ++d) {
+    if ((mask >> d) & 1u) continue;
+    base += lo[d] * r.out_strides[d];
+    dims->push_back(ext[d]);
+    strides->push_back(r.out_strides[d]);
+  }
+  return base;
+}
+
 size_t Plan::partial_bytes(int id) const {
   const PlanReduce& r = reduces[partials[id].first];
   int64_t n = partial_elems(id);

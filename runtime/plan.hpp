@@ -195,6 +195,10 @@ struct Plan {
   // (the values, then for argmin/argmax their int64 indices at an 8-byte aligned offset).
   int64_t partial_elems(int id) const;
   size_t partial_bytes(int id) const;
+  // Where reduction r's result for the block `block` of its group lies in its array: the first
+  // element (returned), and the extents and strides of the dims it keeps.
+  int64_t result_region(const PlanReduce& r, int64_t block, std::vector<int64_t>* dims,
+                        std::vector<int64_t>* strides) const;
   static size_t index_offset(int64_t n, size_t value_size) {
     return (static_cast<size_t>(n) * value_size + 7) / 8 * 8;
   }

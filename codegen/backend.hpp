@@ -74,6 +74,10 @@ class DeviceMemory {
   virtual ~DeviceMemory() = default;
   virtual int count() const = 0;      // devices a run uses unless told (KILN_DEVICES)
   virtual int max_count() const = 0;  // devices a run may be told to use
+  // The machine's number for device `device` (CUDA's ordinal): runs number the devices from the
+  // one at process::launcher_local_rank() modulo the machine's devices, so that the ranks of a
+  // distributed program on one machine each start on a device of their own.
+  virtual int ordinal(int device) const = 0;
   // Throws kiln::Error naming the device and size when the device is out of memory.
   virtual void* alloc(int device, size_t bytes) = 0;
   virtual void free(int device, void* p, size_t bytes) = 0;

@@ -177,7 +177,10 @@ std::vector<NDArray> compute_kept(const std::vector<Array>& arrays, const Comput
           held.push_back(std::move(r));
         }
   }
-  if (keep) ro.keep.assign(arrays.size(), 1);
+  // Kept where made: host results only (a gather of a kept array writes it as host memory); a
+  // persist() that keeps its result on the devices gets it whole on every rank's device.
+  if (keep && !(opt.keep_on_device && backend::backend_for(plan->device).memory()))
+    ro.keep.assign(arrays.size(), 1);
   ro.devices = opt.devices != 0 ? opt.devices : flags().devices;
   if (ro.devices < 0)
     throw Error("compute: devices must be at least 1 (0: the default), not " +
@@ -251,6 +254,16 @@ std::vector<NDArray> compute_kept(const std::vector<Array>& arrays, const Comput
 std::string compile_target() { return backend::backend_for(Device::Cpu).target(); }
 
 std::string device_target(Device d) { return backend::backend_for(d).target(); }
+
+int device_ordinal(Device device, int index) {
+  device = resolve_device(device);
+  backend::DeviceMemory* m = backend::backend_for(device).memory();
+  if (!m) return -1;
+  if (index < 0 || index >= m->max_count())
+    throw Error(std::string("device_ordinal: ") + device_name(device) + " has devices 0 to " +
+                std::to_string(m->max_count() - 1) + ", not " + std::to_string(index));
+  return m->ordinal(index);
+}
 
 std::vector<std::string> host_fallbacks() { return backend::host_fallbacks(); }
 

@@ -361,6 +361,15 @@ class Run {
       forget(task);
       progress_->step();
     }
+    if (arena_ && !own_error) {  // what the device's kernels raised counts as this rank's error
+      try {
+        arena_->synchronize(0);
+      } catch (...) {
+        fail(std::current_exception());
+        own_error = true;
+        notify_error();
+      }
+    }
     finish(own_error);
     if (error_) std::rethrow_exception(error_);
     // Every rank succeeded: the gathered Buffers are whole on every rank now.
@@ -478,18 +487,33 @@ class Run {
     }
   }
 
+  // Device plans (one device per rank: device 0) send from and receive into device memory: the
+  // partials and blocks are there, and every whole array that is not host-homed.
+  bool on_device(const Piece& pc) const {
+    return arena_ && (pc.kind != Piece::Kind::Box || !host_homed_[pc.id]);
+  }
+
   void pack(const Piece& pc, char* to) {
+    const bool dev = on_device(pc);
+    auto copy = [&](char* dst, const char* src, size_t bytes) {
+      if (dev)
+        arena_->to_host(0, dst, src, bytes);
+      else
+        std::memcpy(dst, src, bytes);
+    };
     switch (pc.kind) {
       case Piece::Kind::Partial:
-        std::memcpy(to, partial_[pc.id], pc.bytes);
+        copy(to, static_cast<const char*>(dev ? dpart_[pc.id].get() : partial_[pc.id]), pc.bytes);
         return;
       case Piece::Kind::Block:
-        std::memcpy(to, blocks_[p_.arrays[pc.id].block_offset + pc.block].get(), pc.bytes);
+        copy(to, static_cast<const char*>(blocks_[p_.arrays[pc.id].block_offset + pc.block].get()),
+             pc.bytes);
         return;
       case Piece::Kind::Box: {
-        const char* from = static_cast<const char*>(data_[pc.id].get());
+        const char* from =
+            static_cast<const char*>(dev ? rep_[rep_at(pc.id, 0)].get() : data_[pc.id].get());
         box_runs(pc, [&](int64_t at, int64_t n) {
-          std::memcpy(to, from + at * static_cast<int64_t>(pc.es), static_cast<size_t>(n) * pc.es);
+          copy(to, from + at * static_cast<int64_t>(pc.es), static_cast<size_t>(n) * pc.es);
           to += static_cast<size_t>(n) * pc.es;
         });
         return;
@@ -498,22 +522,47 @@ class Run {
   }
 
   void unpack(const Piece& pc, const char* from) {
+    const bool dev = on_device(pc);
+    auto copy = [&](char* dst, const char* src, size_t bytes) {
+      if (dev)
+        arena_->to_device(0, dst, src, bytes);
+      else
+        std::memcpy(dst, src, bytes);
+    };
     switch (pc.kind) {
       case Piece::Kind::Partial:
-        partial_[pc.id] = host_alloc(pc.bytes);
-        std::memcpy(partial_[pc.id], from, pc.bytes);
+        if (dev) {
+          dpart_[pc.id] = arena_->buffer(0, pc.bytes);
+          dpart_dev_[pc.id] = 0;
+          copy(static_cast<char*>(dpart_[pc.id].get()), from, pc.bytes);
+        } else {
+          partial_[pc.id] = host_alloc(pc.bytes);
+          copy(static_cast<char*>(partial_[pc.id]), from, pc.bytes);
+        }
         return;
       case Piece::Kind::Block: {
-        auto& buf = blocks_[p_.arrays[pc.id].block_offset + pc.block];
-        buf = pool_.get(pc.bytes);
-        std::memcpy(buf.get(), from, pc.bytes);
+        const size_t slot = static_cast<size_t>(p_.arrays[pc.id].block_offset + pc.block);
+        auto& buf = blocks_[slot];
+        if (dev) {
+          buf = arena_->buffer(0, pc.bytes);
+          block_dev_[slot] = 0;
+          block_bytes_[slot] = pc.bytes;
+        } else {
+          buf = pool_.get(pc.bytes);
+        }
+        copy(static_cast<char*>(buf.get()), from, pc.bytes);
         return;
       }
       case Piece::Kind::Box: {
-        ensure_array(pc.id);
-        char* to = static_cast<char*>(data_[pc.id].get());
+        char* to;
+        if (dev) {
+          to = static_cast<char*>(write_replica(pc.id, 0));
+        } else {
+          ensure_array(pc.id);
+          to = static_cast<char*>(data_[pc.id].get());
+        }
         box_runs(pc, [&](int64_t at, int64_t n) {
-          std::memcpy(to + at * static_cast<int64_t>(pc.es), from, static_cast<size_t>(n) * pc.es);
+          copy(to + at * static_cast<int64_t>(pc.es), from, static_cast<size_t>(n) * pc.es);
           from += static_cast<size_t>(n) * pc.es;
         });
         return;
@@ -601,8 +650,9 @@ class Run {
     }
   }
 
-  // Frees partial `id` if this rank holds it.
+  // Frees partial `id` if this rank holds it (on the host or, device plans, on its device).
   void drop_partial(int id) {
+    if (arena_) dpart_[static_cast<size_t>(id)].reset();
     if (!partial_[id]) return;
     host_free(partial_[id], partial_bytes(id));
     partial_[id] = nullptr;
@@ -1746,14 +1796,12 @@ class Run {
 }  // namespace
 
 RunResult execute(const Plan& plan, const std::vector<ParamValue>& params, const RunOptions& opt) {
-  if (opt.transport && opt.transport->size() > 1 && backend::backend_for(plan.device).memory())
-    throw Error(std::string("compute on ") + device_name(plan.device) + " across " +
-                std::to_string(opt.transport->size()) +
-                " ranks: distributed runs compute on the host (cpu, interp) for now; "
-                "ComputeOptions::distributed = false runs it on this rank alone");
+  const bool distributed = opt.transport && opt.transport->size() > 1;
   Progress progress(plan.work_tasks, opt.progress, opt.tasks_done, opt.tasks_total);
   std::optional<backend::HostTimer> setup(std::in_place, "run: setup");
-  Run run(plan, params, opt.trace, &progress, opt.devices, opt.keep_on_device);
+  // A distributed device plan: one device per rank, its device 0 (numbered from the rank's place
+  // on its machine: DeviceMemory::ordinal).
+  Run run(plan, params, opt.trace, &progress, distributed ? 1 : opt.devices, opt.keep_on_device);
   if (opt.skip) run.skip_outputs(*opt.skip);
   run.cancel_on(opt.cancel);
   setup.reset();
@@ -1761,7 +1809,7 @@ RunResult execute(const Plan& plan, const std::vector<ParamValue>& params, const
   std::shared_ptr<const Placement> pl;
   {
     backend::HostTimer timer("run: tasks");
-    if (opt.transport && opt.transport->size() > 1) {
+    if (distributed) {
       PlacementInputs in{opt.keep, opt.slot_residency};
       pl = placement(plan, opt.transport->size(), &in);
       dist = run.run_distributed(*opt.transport, *pl);

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 
 #include "support/error.hpp"
@@ -68,6 +69,18 @@ std::vector<std::string> split_words(std::string_view command) {
   }
   if (!word.empty()) out.push_back(std::move(word));
   return out;
+}
+
+int launcher_local_rank() {
+  for (const char* v :
+       {"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID", "PMI_LOCAL_RANK"}) {
+    const char* n = std::getenv(v);
+    if (!n || !*n) continue;
+    char* end = nullptr;
+    const long r = std::strtol(n, &end, 10);
+    if (*end == '\0' && r >= 0 && r < (1 << 20)) return static_cast<int>(r);
+  }
+  return 0;
 }
 
 }  // namespace kiln::process

@@ -20,4 +20,10 @@ Result run(const std::vector<std::string>& argv, std::string_view what);
 // no quoting, no expansion.
 std::vector<std::string> split_words(std::string_view command);
 
+// This process's place among the processes an MPI launcher started on its machine, as the
+// launcher says (Open MPI's OMPI_COMM_WORLD_LOCAL_RANK, MPICH's MPI_LOCALRANKID, Slurm's
+// SLURM_LOCALID, PMI_LOCAL_RANK); 0 without one. Device backends start their device numbering
+// there, so that ranks sharing a machine use different GPUs (docs/DISTRIBUTED.md).
+int launcher_local_rank();
+
 }  // namespace kiln::process

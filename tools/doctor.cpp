@@ -102,6 +102,22 @@ int run(Device device) {
         "block b of each kernel on rank b %% %d\n",
         distributed::library().c_str(), dist::plugin_path().c_str(), distributed::size(),
         distributed::host().c_str(), per_rank.c_str(), distributed::size());
+    if (device == Device::Cuda || device == Device::CudaEmu) {  // one device per rank: which
+      int ordinal = -1;
+      try {
+        ordinal = device_ordinal(device);
+      } catch (const Error&) {  // (no GPU there: said below)
+      }
+      std::vector<int64_t> ordinals = dist::allgather(ordinal + 1);  // (collectives: >= 0)
+      std::string list;
+      for (size_t r = 0; r < ordinals.size(); ++r)
+        list += (r ? ", rank " : "rank ") + std::to_string(r) + " " +
+                (ordinals[r] > 0
+                     ? std::string(device_name(device)) + ":" + std::to_string(ordinals[r] - 1)
+                     : std::string("none"));
+      std::printf("devices    one per rank, numbered from the rank's place on its machine: %s\n",
+                  list.c_str());
+    }
   } else {
     std::printf(
         "mpi        not distributed (under mpirun, or with KILN_MPI=1, each compute's "

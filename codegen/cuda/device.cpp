@@ -42,6 +42,7 @@
 #include "support/error.hpp"
 #include "support/files.hpp"
 #include "support/flags.hpp"
+#include "support/process.hpp"
 
 namespace kiln::cuda {
 
@@ -209,13 +210,18 @@ class Gpus final : public backend::DeviceMemory {
  public:
   Gpus() {
     const Driver& d = driver();
+    // Device k of a run is the machine's (base + k) mod devices: ranks on one machine start on
+    // different GPUs (backend.hpp, DeviceMemory::ordinal).
+    const int base = d.devices > 0 ? process::launcher_local_rank() % d.devices : 0;
     for (int k = 0; k < d.devices; ++k) {
       CUdevice dev = 0;
-      check(d.device_get(&dev, k), "cuDeviceGet");
+      const int ordinal = (base + k) % d.devices;
+      check(d.device_get(&dev, ordinal), "cuDeviceGet");
       int major = 0, minor = 0;
       check(d.attribute(&major, kAttrComputeMajor, dev), "cuDeviceGetAttribute");
       check(d.attribute(&minor, kAttrComputeMinor, dev), "cuDeviceGetAttribute");
       PerGpu g;
+      g.ordinal = ordinal;
       check(d.primary_ctx(&g.ctx, dev), "cuDevicePrimaryCtxRetain");
       g.arch = major * 10 + minor;
       if (d.attribute(&g.sms, kAttrMultiprocessors, dev) != 0) g.sms = 0;
@@ -240,6 +246,7 @@ class Gpus final : public backend::DeviceMemory {
   }
   int count() const override { return static_cast<int>(gpus_.size()); }
   int max_count() const override { return count(); }
+  int ordinal(int device) const override { return gpus_.at(static_cast<size_t>(device)).ordinal; }
   void* alloc(int device, size_t bytes) override {
     backend::HostTimer timer("cuda: cuMemAlloc(Async)");
     use(device);
@@ -369,6 +376,7 @@ class Gpus final : public backend::DeviceMemory {
     int sms = 0;               // multiprocessors (0: unknown)
     CUstream stream = nullptr;
     CUdeviceptr status = 0;
+    int ordinal = 0;  // the machine's number for it (cuDeviceGet)
   };
   void describe(CUdevice dev) {
     const Driver& d = driver();

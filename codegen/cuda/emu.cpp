@@ -128,6 +128,7 @@ class EmuMemory final : public backend::DeviceMemory {
   static constexpr int kMaxDevices = 16;
   int count() const override { return 1; }  // more when asked (KILN_DEVICES)
   int max_count() const override { return kMaxDevices; }
+  int ordinal(int device) const override { return (base_ + device) % kMaxDevices; }
   void* alloc(int device, size_t bytes) override {
     check_device(device);
     void* p = std::aligned_alloc(256, (std::max<size_t>(bytes, 1) + 255) / 256 * 256);
@@ -211,6 +212,7 @@ class EmuMemory final : public backend::DeviceMemory {
   mutable std::mutex mu_;
   std::map<uintptr_t, std::pair<size_t, int>> live_;  // start -> bytes, device
   EmuQueue queues_[kMaxDevices];
+  const int base_ = process::launcher_local_rank() % kMaxDevices;  // (numbering only)
 };
 
 // Matrix products on the emulated devices: the host BLAS (library::gemm, the CPU's calls, so the

@@ -510,6 +510,11 @@ void clear_plan_cache();
 std::string compile_target();
 // What a device's kernels are made for, e.g. "interpreter, vector math AVX2" (cpu: as above).
 std::string device_target(Device device);
+// The machine's number (CUDA's ordinal) of device `index` of a device kind with its own memory
+// (cuda, cuda-emu), -1 for the others. A process numbers its devices from its place among the
+// processes an MPI launcher started on its machine (OMPI_COMM_WORLD_LOCAL_RANK, SLURM_LOCALID,
+// ...), so the ranks of a distributed program sharing a machine each run on a device of their own.
+int device_ordinal(Device device, int index = 0);
 // The library calls device plans ran on the host because the device lacks the library (a GPU
 // without cuBLAS or cuSOLVER), one message each, as warned on standard error; empty: none.
 std::vector<std::string> host_fallbacks();

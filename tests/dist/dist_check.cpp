@@ -6,6 +6,8 @@
 //          plan's placement predicts.
 //   error  a task that fails on one rank only (an integer to a negative power in rank 1's block):
 //          every rank raises the same kiln::Error, and the next compute works.
+//   devices  (KILN_DEVICE=cuda-emu) the expressions, the error and a solver with one device per
+//          rank, each rank's device numbered from its place on the machine.
 //   wait   (tests/dist/killed_rank.sh) rank 0 prints its pid, then every rank computes
 //          forever; the script kills rank 1 and expects the job to end.
 // Each rank checks its own results; a failure prints the rank and exits non-zero, which makes
@@ -13,6 +15,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <functional>
@@ -81,13 +84,8 @@ void check(const std::string& name, const std::vector<Array>& arrays,
                 static_cast<long long>(s.last_bytes_sent));
 }
 
-void same() {
-  // The seed workloads' expressions, at a twentieth of their default size and chunk.
-  for (const workloads::Workload& w : workloads::all()) {
-    if (!w.expr) continue;
-    const int64_t n = w.size / workloads::kQuickDivisor, c = w.chunk / workloads::kQuickDivisor;
-    check(w.name, w.build(n, c));
-  }
+// Expressions that move data between ranks in each way the placement knows.
+void expressions() {
   random::Generator gen(42);
   Array x = gen.normal(0, 1, {600, 400}, {100, 100});  // 24 blocks
   Array y = gen.uniform(-1, 1, {600, 400}, {100, 100});
@@ -105,36 +103,51 @@ void same() {
   auto [q, r] = linalg::qr(tall);
   check("qr (TSQR)", {q, r});
   check("lstsq", {linalg::lstsq(tall, tall.sum({1})).x});
-  // persist() keeps each rank's blocks on it: a compute over the same blocks reads them there,
-  // nothing of them moves; one that reads across them gathers them first; a compute on one rank
-  // alone cannot read them (an error, not the other ranks' unwritten memory).
-  // (Row blocks: whole rows, contiguous ranges of the array. The references read the same array
-  // persisted on this rank alone: a kernel over random values sums in another order than one
-  // over memory.)
-  {
-    Array rows = gen.normal(0, 1, {600, 400}, {100, 400});
-    Array xp = rows.persist();
-    const int64_t before = stats().last_bytes_sent;
-    Array x = rows.persist(local());
-    check("persisted, read where made", {(xp * 2 + 1).sum({1})}, {(x * 2 + 1).sum({1})});
-    if (distributed::size() > 1) {
-      if (before > 0) fail("persist() sent " + std::to_string(before) + " bytes");
-      ++g_checks;
-      try {
-        (void)compute({xp.sum()}, local());
-        fail("a local compute of a persisted array across ranks did not raise");
-      } catch (const Error& e) {
-        if (std::string(e.what()).find("persisted across the ranks") == std::string::npos)
-          fail(std::string("the error reads: ") + e.what());
-      }
-    }
-    check("persisted, read across blocks", {xp.T().rechunk({400, 600}).sum({1})},
-          {x.T().rechunk({400, 600}).sum({1})});
-    check("persisted, then whole here", {xp.max()}, {x.max()});  // gathered: local works too
+}
+
+// persist() keeps each rank's blocks on it: a compute over the same blocks reads them there,
+// nothing of them moves; one that reads across them gathers them first; a compute on one rank
+// alone cannot read them (an error, not the other ranks' unwritten memory).
+// (Row blocks: whole rows, contiguous ranges of the array. The references read the same array
+// persisted on this rank alone: a kernel over random values sums in another order than one
+// over memory.)
+void persisted() {
+  random::Generator gen(43);
+  Array rows = gen.normal(0, 1, {600, 400}, {100, 400});
+  Array xp = rows.persist();
+  const int64_t before = stats().last_bytes_sent;
+  Array x = rows.persist(local());
+  check("persisted, read where made", {(xp * 2 + 1).sum({1})}, {(x * 2 + 1).sum({1})});
+  if (distributed::size() > 1) {
+    if (before > 0) fail("persist() sent " + std::to_string(before) + " bytes");
     ++g_checks;
-    if (!same_bits(compute({xp.sum()}, local())[0], compute({x.sum()}, local())[0]))
-      fail("the gathered persisted array differs");
+    try {
+      (void)compute({xp.sum()}, local());
+      fail("a local compute of a persisted array across ranks did not raise");
+    } catch (const Error& e) {
+      if (std::string(e.what()).find("persisted across the ranks") == std::string::npos)
+        fail(std::string("the error reads: ") + e.what());
+    }
   }
+  check("persisted, read across blocks", {xp.T().rechunk({400, 600}).sum({1})},
+        {x.T().rechunk({400, 600}).sum({1})});
+  check("persisted, then whole here", {xp.max()}, {x.max()});  // gathered: local works too
+  ++g_checks;
+  if (!same_bits(compute({xp.sum()}, local())[0], compute({x.sum()}, local())[0]))
+    fail("the gathered persisted array differs");
+}
+
+void same() {
+  // The seed workloads' expressions, at a twentieth of their default size and chunk.
+  for (const workloads::Workload& w : workloads::all()) {
+    if (!w.expr) continue;
+    const int64_t n = w.size / workloads::kQuickDivisor, c = w.chunk / workloads::kQuickDivisor;
+    check(w.name, w.build(n, c));
+  }
+  expressions();
+  persisted();
+  random::Generator gen(42);
+  Array x = gen.normal(0, 1, {600, 400}, {100, 100});  // 24 blocks
   // The trace: rank 0 writes the file named, rank r "<name>.rank<r>", with the sends and receives.
   if (distributed::size() > 1) {
     ++g_checks;
@@ -207,6 +220,45 @@ void error() {
   check("after the error", {gen.normal(0, 1, {800, 800}, {100, 100}).sum()});
 }
 
+// Run with KILN_DEVICE=cuda-emu (ctest): one device per rank, numbered from the rank's place on
+// its machine; the expressions, a kernel's error on one rank's device and a solver, as above.
+void devices() {
+  ++g_checks;
+  const char* local_rank = std::getenv("OMPI_COMM_WORLD_LOCAL_RANK");
+  const int want = (local_rank ? std::atoi(local_rank) : 0) % 16;  // cuda-emu has 16
+  const int got = device_ordinal(Device::Default);
+  if (got != want)
+    fail("device_ordinal " + std::to_string(got) + ", expected " + std::to_string(want));
+  expressions();
+  persisted();
+  {  // persisted in each rank's device memory (whole there), read in place by the next compute
+    random::Generator gen(44);
+    Array a = gen.normal(0, 1, {600, 400}, {100, 100});
+    ComputeOptions o;
+    o.keep_on_device = true;
+    Array on = a.persist(o);
+    check("persisted on the devices", {(on * 3).sum({0}), on.max()},
+          {(a.persist(local()) * 3).sum({0}), a.persist(local()).max()});
+    ++g_checks;
+    NDArray r = compute({on + 1}, o)[0];
+    if (!r.on_device() || !same_bits(r.to_host(), compute({on + 1}, local())[0]))
+      fail("a result kept on the device differs");
+  }
+  error();
+  const workloads::Workload& w = workloads::find("glm");
+  workloads::SolveArgs args;
+  args.n = 4000;
+  args.c = 1000;
+  args.cols = 10;
+  args.solver = "lbfgs";
+  ++g_checks;
+  workloads::SolveStats st;
+  if (w.solve(args, {}, &st) != w.solve(args, local(), &st))
+    fail("glm lbfgs on the devices: the solver's results differ");
+  if (stats().last_devices != 1)
+    fail("a distributed compute used " + std::to_string(stats().last_devices) + " devices");
+}
+
 [[noreturn]] void wait_forever() {
   if (distributed::rank() == 0) {
     std::printf("ready %d\n", static_cast<int>(getpid()));
@@ -229,6 +281,8 @@ int main(int argc, char** argv) {
       same();
     else if (mode == "error")
       error();
+    else if (mode == "devices")
+      devices();
     else if (mode == "wait")
       wait_forever();
     else

@@ -31,7 +31,9 @@ struct PlanKey {
   bool precise_math;       // selects other kernels
   std::string math;        // KILN_MATH: so does this
   bool no_device_library;  // places library calls elsewhere
+  int64_t cores;           // shapes products (dist::plan_cores: the fewest of any rank's)
   bool operator<(const PlanKey& o) const {
+    if (cores != o.cores) return cores < o.cores;
     if (device != o.device) return device < o.device;
     if (fuse != o.fuse) return fuse < o.fuse;
     if (row_fusion != o.row_fusion) return row_fusion < o.row_fusion;
@@ -93,8 +95,17 @@ std::vector<NDArray> compute_kept(const std::vector<Array>& arrays, const Comput
   Device device = resolve_device(opt.device);
   backend::Backend& be = backend::backend_for(device);
   bool rows = fuse && opt.row_fusion && !flags().no_row_fusion;
-  PlanKey key{
-      {}, device, fuse, rows, push, flags().precise_math, flags().math, flags().no_device_library};
+  // KILN_MPI=1: MPI starts before planning (plans are shaped for every rank's cores).
+  if (opt.distributed && flags().mpi && !dist::world()) dist::start(nullptr, nullptr);
+  PlanKey key{{},
+              device,
+              fuse,
+              rows,
+              push,
+              flags().precise_math,
+              flags().math,
+              flags().no_device_library,
+              dist::plan_cores()};
   for (const auto& o : tmpl.outputs) key.outputs.push_back(o.get());
   std::shared_ptr<const Plan> plan;
   bool cached = false;
@@ -163,10 +174,7 @@ std::vector<NDArray> compute_kept(const std::vector<Array>& arrays, const Comput
   ro.cancel = opt.cancel;
   ro.tasks_done = opt.tasks_done;
   ro.tasks_total = opt.tasks_total;
-  if (opt.distributed) {
-    if (flags().mpi && !dist::world()) dist::start(nullptr, nullptr);
-    ro.transport = dist::world();
-  }
+  if (opt.distributed) ro.transport = dist::world();
   std::vector<std::shared_ptr<const dist::Residency>> held;  // the Buffers' residencies
   if (dist::residencies() > 0) {
     ro.slot_residency.assign(params.size(), nullptr);

@@ -6,9 +6,11 @@
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
+#include <limits>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <thread>
 #include <vector>
 
 #include "support/error.hpp"
@@ -22,6 +24,7 @@ std::mutex g_mu;
 Transport* g_world = nullptr;  // owned (deleted by stop())
 std::string g_plugin;
 std::atomic<uint64_t> g_epoch{0};
+int64_t g_cores = 1;  // plan_cores() while distributed (set by start())
 
 // The directory of the file (libkiln.so or the program) that holds this code.
 std::string own_dir() {
@@ -83,6 +86,14 @@ void start(int* argc, char*** argv) {
   if (!t) throw Error("distributed: " + path + " did not start: " + why);
   g_world = t;
   g_plugin = path;
+  // Plans are shaped by the cores they run on (runtime/plan.cpp): every rank shapes its plans
+  // for the fewest any rank has, so that all build the same plan.
+  std::vector<int64_t> all(static_cast<size_t>(t->size()), 0);
+  all[static_cast<size_t>(t->rank())] =
+      std::numeric_limits<int32_t>::max() - std::max(1u, std::thread::hardware_concurrency());
+  if (!t->allreduce_max(all.data(), t->size(), timeout_s()))
+    throw Error("distributed: the ranks did not all start within KILN_MPI_TIMEOUT");
+  g_cores = std::numeric_limits<int32_t>::max() - *std::max_element(all.begin(), all.end());
   static bool registered = false;
   if (!registered) {
     std::atexit(stop_at_exit);
@@ -104,6 +115,11 @@ std::string plugin_path() {
 }
 
 uint64_t next_epoch() { return ++g_epoch; }
+
+int64_t plan_cores() {
+  if (world()) return g_cores;
+  return static_cast<int64_t>(std::max(1u, std::thread::hardware_concurrency()));
+}
 
 std::vector<int64_t> allgather(int64_t value) {
   Transport* w = world();
@@ -135,6 +151,18 @@ int Residency::holder(int64_t first, int64_t last) const {
   if (it == ranges.begin()) return -1;
   --it;
   return first >= it->first && last <= it->last ? it->rank : -1;
+}
+
+void Residency::add_bytes(int64_t first, int64_t last, std::vector<int64_t>* per_rank) const {
+  auto it = std::upper_bound(ranges.begin(), ranges.end(), first,
+                             [](int64_t v, const Range& r) { return v < r.first; });
+  if (it != ranges.begin()) --it;
+  for (; it != ranges.end() && it->first <= last; ++it) {
+    const int64_t lo = std::max(first, it->first), hi = std::min(last, it->last);
+    if (hi >= lo && it->rank >= 0 && static_cast<size_t>(it->rank) < per_rank->size())
+      (*per_rank)[static_cast<size_t>(it->rank)] +=
+          (hi - lo + 1) * static_cast<int64_t>(element_size);
+  }
 }
 
 void set_residency(const void* data, std::shared_ptr<const Residency> r) {

@@ -28,6 +28,11 @@ std::string plugin_path();
 // checked in every message so that one from another run is never taken for this run's.
 uint64_t next_epoch();
 
+// The cores plans are shaped for (runtime/plan.cpp: how a product is split): this machine's
+// hardware threads, or while distributed the fewest of any rank's, so every rank builds the same
+// plan.
+int64_t plan_cores();
+
 // Every rank's `value` (indexed by rank), on every rank: a collective, called by all ranks in the
 // same order. {value} when not distributed. Values must not be negative.
 std::vector<int64_t> allgather(int64_t value);
@@ -44,6 +49,8 @@ struct Residency {
   size_t element_size = 8;
   // The rank holding every element of [first, last], or -1 (split over ranges of several).
   int holder(int64_t first, int64_t last) const;
+  // Adds to (*per_rank)[r] the bytes of [first, last] that rank r holds.
+  void add_bytes(int64_t first, int64_t last, std::vector<int64_t>* per_rank) const;
 };
 // Registers the residency of the buffer at `data` (persist()), until forget_residency(data).
 void set_residency(const void* data, std::shared_ptr<const Residency> r);

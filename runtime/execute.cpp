@@ -490,6 +490,7 @@ class Run {
   // Device plans (one device per rank: device 0) send from and receive into device memory: the
   // partials and blocks are there, and every whole array that is not host-homed.
   bool on_device(const Piece& pc) const {
+    if (pc.kind == Piece::Kind::LibraryPartial) return blas_ != nullptr;  // GEMMs on the device
     return arena_ && (pc.kind != Piece::Kind::Box || !host_homed_[pc.id]);
   }
 
@@ -504,6 +505,11 @@ class Run {
     switch (pc.kind) {
       case Piece::Kind::Partial:
         copy(to, static_cast<const char*>(dev ? dpart_[pc.id].get() : partial_[pc.id]), pc.bytes);
+        return;
+      case Piece::Kind::LibraryPartial:
+        copy(to,
+             static_cast<const char*>(dev ? library_dpart_[pc.id].get() : library_partial_[pc.id]),
+             pc.bytes);
         return;
       case Piece::Kind::Block:
         copy(to, static_cast<const char*>(blocks_[p_.arrays[pc.id].block_offset + pc.block].get()),
@@ -538,6 +544,15 @@ class Run {
         } else {
           partial_[pc.id] = host_alloc(pc.bytes);
           copy(static_cast<char*>(partial_[pc.id]), from, pc.bytes);
+        }
+        return;
+      case Piece::Kind::LibraryPartial:  // (freed by the LibrarySum, as one made here)
+        if (dev) {
+          library_dpart_[pc.id] = arena_->buffer(0, pc.bytes);
+          copy(static_cast<char*>(library_dpart_[pc.id].get()), from, pc.bytes);
+        } else {
+          library_partial_[pc.id] = host_alloc(pc.bytes);
+          copy(static_cast<char*>(library_partial_[pc.id]), from, pc.bytes);
         }
         return;
       case Piece::Kind::Block: {
@@ -643,7 +658,15 @@ class Run {
       case TaskKind::Combine:
         for (int id : task.partials_in) drop_partial(id);
         return;
-      case TaskKind::LibrarySum:  // (its calls ran on its rank: it holds nothing elsewhere)
+      case TaskKind::LibrarySum:  // the partial products made here and sent to its rank
+        for (int id : task.partials_in) {
+          if (arena_ && static_cast<size_t>(id) < library_dpart_.size()) library_dpart_[id].reset();
+          if (library_partial_[id]) {
+            host_free(library_partial_[id], library_partial_bytes(task));
+            library_partial_[id] = nullptr;
+          }
+        }
+        return;
       case TaskKind::Start:
       case TaskKind::End:
         return;

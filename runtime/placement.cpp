@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <map>
 #include <sstream>
 
 #include "support/error.hpp"
@@ -45,9 +46,13 @@ class Placer {
     pl_.bytes.assign(static_cast<size_t>(ranks_), 0);
     consumer_.assign(p_.partials.size(), -1);
     partial_owner_.assign(p_.partials.size(), 0);
+    library_consumer_.assign(static_cast<size_t>(p_.library_partials), -1);
     for (size_t t = 0; t < p_.tasks.size(); ++t)
-      for (int pid : p_.tasks[t].partials_in)
+      for (int pid : p_.tasks[t].partials_in) {
         if (p_.tasks[t].kind == TaskKind::Combine) consumer_[pid] = static_cast<int>(t);
+        if (p_.tasks[t].kind == TaskKind::LibrarySum)
+          library_consumer_[static_cast<size_t>(pid)] = static_cast<int>(t);
+      }
     made_.resize(p_.arrays.size());
     for (size_t t = 0; t < n; ++t) {  // index order is topological (plan.cpp)
       own(static_cast<int>(t));
@@ -70,22 +75,29 @@ class Placer {
       case TaskKind::End:
         break;
       case TaskKind::Kernel:  // a group of one block (a TSQR block's slice) spreads by group
-        o = static_cast<int>((p_.groups[task.group].blocks == 1 ? task.group : task.block) %
-                             ranks_);
+        o = holder_of_reads(
+            t, static_cast<int>((p_.groups[task.group].blocks == 1 ? task.group : task.block) %
+                                ranks_));
         for (int pid : p_.partial_of[task.group][task.block]) partial_owner_[pid] = o;
         break;
       case TaskKind::Library: {
         const PlanLibrary& l = p_.libraries[p_.groups[task.group].library];
-        if (l.op == Op::MatMul)
-          o = static_cast<int>(task.block % ranks_);
-        else if (l.op == Op::Linalg)
+        if (l.op == Op::MatMul) {
+          // A result block's rank: its first split's, its chained splits' and its LibrarySum's;
+          // a split making a partial product may run elsewhere (its partial sent to the sum).
+          auto& owners = block_owner_[task.group];
+          if (owners.empty()) owners.assign(static_cast<size_t>(p_.groups[task.group].blocks), -1);
+          int& b = owners[static_cast<size_t>(task.block)];
+          if (b < 0) b = holder_of_reads(t, static_cast<int>(task.block % ranks_));
+          o = task.partial_out >= 0 ? holder_of_reads(t, b) : b;
+        } else if (l.op == Op::Linalg)
           o = maker_of(l.a, l.group);
         else
           o = 0;
         break;
       }
       case TaskKind::LibrarySum:
-        o = static_cast<int>(task.block % ranks_);
+        o = block_owner_.at(task.group).at(static_cast<size_t>(task.block));
         break;
       case TaskKind::Combine:
         o = partial_owner_[task.partials_in[0]];
@@ -94,6 +106,26 @@ class Placer {
     }
     pl_.owner[t] = o;
     if (o >= 0) ++pl_.tasks[static_cast<size_t>(o)];
+  }
+
+  // Where task t runs when it reads Buffers held by some ranks only (persisted arrays, load_npy
+  // shards, Buffers given on one rank: runtime/distributed.hpp's Residency): the rank holding the
+  // most bytes of what it reads of them (`fallback` where it is among those, else the lowest).
+  // `fallback` when it reads none.
+  int holder_of_reads(int t, int fallback) const {
+    if (!in_ || in_->slots.empty()) return fallback;
+    std::vector<int64_t> held(static_cast<size_t>(ranks_), 0);
+    bool any = false;
+    slot_reads(t, [&](int slot, int64_t first, int64_t last) {
+      if (const dist::Residency* r = kept_slot(slot)) {
+        r->add_bytes(first, last, &held);
+        any = true;
+      }
+    });
+    if (!any) return fallback;
+    const int64_t most = *std::max_element(held.begin(), held.end());
+    if (held[static_cast<size_t>(fallback)] == most) return fallback;
+    return static_cast<int>(std::find(held.begin(), held.end(), most) - held.begin());
   }
 
   // A LAPACK call runs where its operand's first element was made (TSQR's block QRs on their
@@ -326,8 +358,16 @@ class Placer {
         const bool final =
             task.kind == TaskKind::LibrarySum ||
             (task.partial_out < 0 && (splits == 1 || (l.chained && task.split == splits - 1)));
-        if (!final) break;  // a partial or an unfinished block: its LibrarySum or next split sends
         p_.block_box(g, task.block, lo, ext);
+        if (task.kind == TaskKind::Library && task.partial_out >= 0) {  // for the LibrarySum
+          Piece pc;
+          pc.kind = Piece::Kind::LibraryPartial;
+          pc.id = task.partial_out;
+          pc.bytes = static_cast<size_t>(ext[0] * ext[1]) * es;
+          out.push_back(std::move(pc));
+          break;
+        }
+        if (!final) break;  // an unfinished block: its next split sends
         out.push_back(
             box(l.out, l.out_offset + lo[0] * l.n + lo[1], es, {ext[0], ext[1]}, {l.n, 1}));
         break;
@@ -357,6 +397,11 @@ class Placer {
       switch (pc.kind) {
         case Piece::Kind::Partial: {
           const int c = consumer_[pc.id];
+          if (c >= 0 && pl_.owner[c] != owner) pc.to = {pl_.owner[c]};
+          break;
+        }
+        case Piece::Kind::LibraryPartial: {
+          const int c = library_consumer_[static_cast<size_t>(pc.id)];
           if (c >= 0 && pl_.owner[c] != owner) pc.to = {pl_.owner[c]};
           break;
         }
@@ -396,10 +441,12 @@ class Placer {
   const PlacementInputs* in_;
   std::vector<uint8_t> keep_array_;  // per array: an output kept where made
   Placement pl_;
-  std::vector<int> consumer_;            // per partial: the combine task that folds it
-  std::vector<int> partial_owner_;       // per partial: the rank that makes it
-  std::vector<std::vector<Made>> made_;  // per array
-  std::vector<RankSet> readers_;         // per array
+  std::vector<int> consumer_;                    // per partial: the combine task that folds it
+  std::vector<int> library_consumer_;            // per GEMM partial product: its LibrarySum task
+  std::vector<int> partial_owner_;               // per partial: the rank that makes it
+  std::vector<std::vector<Made>> made_;          // per array
+  std::map<int, std::vector<int>> block_owner_;  // per GEMM group: each result block's rank
+  std::vector<RankSet> readers_;                 // per array
 };
 
 }  // namespace

@@ -11,6 +11,11 @@
 // task on the rank of its first partial; a LAPACK call where its operand's first element was made
 // (TSQR's block factorizations where their blocks are; a Buffer operand, which every rank holds:
 // by group); a cuRAND call on rank 0. Start and End tasks are every rank's.
+// Data some ranks hold (Buffers with a Residency: persisted arrays, load_npy_shards, a Buffer
+// given on one rank) moves the tasks that read it: a kernel block, a GEMM result block (its first
+// contraction split, its later chained splits and its LibrarySum) and each GEMM split that makes a
+// partial product run on the rank holding most of what they read of it (the block-cyclic rank
+// where that is one of those ranks).
 #pragma once
 #include <cstdint>
 #include <string>
@@ -24,12 +29,13 @@ namespace kiln {
 // One part of what a task produces, sent to the ranks in `to`.
 struct Piece {
   enum class Kind : uint8_t {
-    Partial,  // a reduction partial (partial_bytes(id) bytes), for the combine that folds it
-    Block,    // a blocked array's block (its whole buffer)
-    Box,      // elements of a whole array: `base` + sum of i_d * strides[d], i_d < ext[d]
+    Partial,         // a reduction partial (partial_bytes(id) bytes), for the combine that folds it
+    Block,           // a blocked array's block (its whole buffer)
+    Box,             // elements of a whole array: `base` + sum of i_d * strides[d], i_d < ext[d]
+    LibraryPartial,  // a GEMM split's partial product (`bytes`), for its block's LibrarySum
   };
   Kind kind = Kind::Box;
-  int id = -1;                        // Partial: its id; Block, Box: the PlanArray
+  int id = -1;                        // Partial, LibraryPartial: its id; Block, Box: the PlanArray
   int64_t block = 0;                  // Block: the producer's block
   int64_t base = 0;                   // Box: its first element
   size_t es = 0;                      // Box: element size

@@ -12,6 +12,7 @@
 
 #include "codegen/library.hpp"
 #include "ir/graph.hpp"
+#include "runtime/distributed.hpp"
 #include "runtime/memory.hpp"
 #include "support/checked.hpp"
 #include "support/error.hpp"
@@ -803,7 +804,7 @@ class PlanBuilder {
   static constexpr double kMinPanelFlops = 1 << 24;
 
   static int64_t cores() {
-    return static_cast<int64_t>(std::max(1u, std::thread::hardware_concurrency()));
+    return dist::plan_cores();  // (the same on every rank of a distributed program)
   }
 
   // Whether a product is a Gram matrix, A^T A of one operand (the first operand's base is the

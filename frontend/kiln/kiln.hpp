@@ -536,6 +536,20 @@ std::string library();  // the MPI library and version ("" when not active)
 std::string host();     // this rank's host name
 // Ends MPI if Kiln started it (also at exit); compute() then runs in this process alone.
 void finalize();
+// Data that only some ranks hold: computes run each block where the data it reads is (the rank
+// holding most of it), so the data itself does not move; a compute that reads it elsewhere first
+// sends each rank's part to every rank (then it is whole everywhere). Both are collectives: every
+// rank calls them, in the same order, with the same dtype, shape and chunks, or a kiln::Error
+// says which rank differs.
+// An array stored as one .npy file per rank, split along its first axis: rank r's `path` holds
+// the rows after rank r - 1's (a rank may have none). Each rank reads only its own file. Chunks
+// split each rank's rows on their own (`chunks[0]` rows at a time), so no block spans two ranks.
+// Without other ranks: load_npy(path, chunks).
+Array load_npy_shards(const std::string& path, const Shape& chunks = {});
+// An array that rank `rank` holds: `data` there (copied), ignored on the other ranks (null is
+// fine). Its blocks run on `rank`.
+Array from_buffer_on(int rank, const void* data, DType dtype, const Shape& shape,
+                     const Shape& chunks = {});
 }  // namespace distributed
 
 template <class... A, class = std::enable_if_t<(std::is_same_v<A, Array> && ...)>>

@@ -14,6 +14,8 @@
 // mpirun's exit status non-zero.
 #include <unistd.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -137,6 +139,84 @@ void persisted() {
     fail("the gathered persisted array differs");
 }
 
+// Data some ranks hold: each rank's .npy shard (one rank with no rows on three ranks), a Buffer
+// given on rank 0. Blocks run where their data is: nothing of it moves unless a compute reads it
+// elsewhere, which gathers it first (after which it is whole on every rank).
+void held_data() {
+  const int me = distributed::rank(), ranks = distributed::size();
+  const int64_t cols = 6;
+  std::vector<int64_t> rows(static_cast<size_t>(ranks));
+  for (int r = 0; r < ranks; ++r)
+    rows[static_cast<size_t>(r)] = ranks == 3 && r == 1 ? 0 : 150 + 37 * r;
+  int64_t total = 0, first = 0;
+  for (int r = 0; r < ranks; ++r) {
+    if (r == me) first = total;
+    total += rows[static_cast<size_t>(r)];
+  }
+  std::vector<double> all(static_cast<size_t>(total * cols));
+  for (size_t e = 0; e < all.size(); ++e) all[e] = std::sin(0.37 * static_cast<double>(e)) * 5;
+  const std::string path =
+      "dist_shard_" + std::to_string(ranks) + "_" + std::to_string(me) + ".npy";
+  compute({from_buffer(all.data() + first * cols, DType::Float64,
+                       {rows[static_cast<size_t>(me)], cols})},
+          local())[0]
+      .save_npy(path);
+  Array xs = distributed::load_npy_shards(path, {64, cols});
+  std::remove(path.c_str());
+  Array whole = from_buffer(all.data(), DType::Float64, {total, cols});
+  const int64_t shard_bytes = rows[static_cast<size_t>(me)] * cols * 8;
+  ++g_checks;
+  std::vector<NDArray> got = compute({xs.sum({0}), (xs * 2 + 1).sum({1}), matmul(xs.T(), xs)});
+  check_counts("shards");
+  if (stats().last_bytes_sent > 0 && stats().last_bytes_sent >= shard_bytes)  // (row sums: to all)
+    fail("shards: sent " + std::to_string(stats().last_bytes_sent) + " bytes of a " +
+         std::to_string(shard_bytes) + "-byte shard");
+  if (me == 0)
+    std::printf("  %-28s %6lld tasks here, %4lld messages, %9lld bytes sent\n",
+                "shards, read where held", static_cast<long long>(stats().last_rank_tasks),
+                static_cast<long long>(stats().last_messages_sent),
+                static_cast<long long>(stats().last_bytes_sent));
+  // Given on rank 0 only: its blocks run there, the other ranks run none of them.
+  std::vector<double> w(500 * 4);
+  for (size_t e = 0; e < w.size(); ++e) w[e] = std::cos(0.11 * static_cast<double>(e));
+  Array v = distributed::from_buffer_on(0, me == 0 ? w.data() : nullptr, DType::Float64, {500, 4},
+                                        {100, 4});
+  check("given on rank 0", {(v * v).sum({1}), v.max()},
+        {(from_buffer(w.data(), DType::Float64, {500, 4}, {100, 4}) *
+          from_buffer(w.data(), DType::Float64, {500, 4}, {100, 4}))
+             .sum({1}),
+         from_buffer(w.data(), DType::Float64, {500, 4}, {100, 4}).max()});
+  ++g_checks;
+  if (me != 0 && stats().last_rank_tasks != 0)
+    fail("given on rank 0: rank " + std::to_string(me) + " ran " +
+         std::to_string(stats().last_rank_tasks) + " tasks");
+  // Read across the shards (whole columns): gathered first; whole on every rank afterwards, the
+  // rows where load_npy_shards put them.
+  Array small = distributed::from_buffer_on(ranks - 1, me == ranks - 1 ? w.data() : nullptr,
+                                            DType::Float64, {cols, 3});
+  ++g_checks;
+  NDArray across = compute({xs.rechunk({total, cols}) + 1, matmul(xs, small)})[1];
+  check_counts("shards, read across");
+  if (!same_bits(compute({xs}, local())[0], compute({whole}, local())[0]))
+    fail("the shards gathered are not the rows of every rank's file in rank order");
+  std::vector<NDArray> want =
+      compute({xs.sum({0}), (xs * 2 + 1).sum({1}), matmul(xs.T(), xs), matmul(xs, small)}, local());
+  for (size_t k = 0; k < got.size(); ++k)
+    if (!same_bits(got[k], want[k])) fail("shards: output " + std::to_string(k) + " differs");
+  if (!same_bits(across, want[3])) fail("shards times a matrix given on one rank differ");
+  // A collective: every rank passes the same description, or every rank raises.
+  if (ranks > 1) {
+    ++g_checks;
+    try {
+      (void)distributed::from_buffer_on(0, w.data(), DType::Float64, {me == 1 ? 5 : 4});
+      fail("from_buffer_on with another shape on rank 1 did not raise");
+    } catch (const Error& e) {
+      if (std::string(e.what()).find("rank 1 passed another") == std::string::npos)
+        fail(std::string("the error reads: ") + e.what());
+    }
+  }
+}
+
 void same() {
   // The seed workloads' expressions, at a twentieth of their default size and chunk.
   for (const workloads::Workload& w : workloads::all()) {
@@ -146,6 +226,7 @@ void same() {
   }
   expressions();
   persisted();
+  held_data();
   random::Generator gen(42);
   Array x = gen.normal(0, 1, {600, 400}, {100, 100});  // 24 blocks
   // The trace: rank 0 writes the file named, rank r "<name>.rank<r>", with the sends and receives.
@@ -231,6 +312,7 @@ void devices() {
     fail("device_ordinal " + std::to_string(got) + ", expected " + std::to_string(want));
   expressions();
   persisted();
+  held_data();
   {  // persisted in each rank's device memory (whole there), read in place by the next compute
     random::Generator gen(44);
     Array a = gen.normal(0, 1, {600, 400}, {100, 100});

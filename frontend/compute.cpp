@@ -64,7 +64,7 @@ int thread_count(const ComputeOptions& opt) {
 }  // namespace
 
 std::vector<NDArray> compute_kept(const std::vector<Array>& arrays, const ComputeOptions& opt,
-                                  std::shared_ptr<const dist::Residency>* keep);
+                                  std::vector<std::shared_ptr<const dist::Residency>>* keep);
 
 std::vector<NDArray> compute(const std::vector<Array>& arrays) { return compute(arrays, {}); }
 
@@ -72,10 +72,10 @@ std::vector<NDArray> compute(const std::vector<Array>& arrays, const ComputeOpti
   return compute_kept(arrays, opt, nullptr);
 }
 
-// compute(), and (keep: persist() of a distributed run) the output's blocks kept where they
-// were made: its residency in *keep (null when it is whole on every rank).
+// compute(), and (keep: persist() of a distributed run) the outputs' blocks kept where they
+// were made: per output, its residency in *keep (null when it is whole on every rank).
 std::vector<NDArray> compute_kept(const std::vector<Array>& arrays, const ComputeOptions& opt,
-                                  std::shared_ptr<const dist::Residency>* keep) {
+                                  std::vector<std::shared_ptr<const dist::Residency>>* keep) {
   auto t0 = std::chrono::steady_clock::now();
   Graph g;
   for (const auto& a : arrays) {
@@ -200,7 +200,10 @@ std::vector<NDArray> compute_kept(const std::vector<Array>& arrays, const Comput
   std::optional<backend::HostTimer> running(std::in_place, "compute: run");
   RunResult res = execute(*plan, params, ro);
   running.reset();
-  if (keep) *keep = res.kept.empty() ? nullptr : res.kept[0];
+  if (keep) {
+    *keep = res.kept;
+    keep->resize(arrays.size());
+  }
   if (trace) {
     std::ostringstream json;
     trace->write_chrome_json(json);
@@ -309,22 +312,33 @@ NDArray Array::compute() const { return kiln::compute(std::vector<Array>{*this})
 Array Array::persist() const { return persist(ComputeOptions{}); }
 
 Array Array::persist(const ComputeOptions& options) const {
+  return kiln::persist({*this}, options)[0];
+}
+
+std::vector<Array> persist(const std::vector<Array>& arrays, const ComputeOptions& options) {
   // Distributed: each rank keeps the blocks it made (where the array's blocks are contiguous rows
-  // of it); later computes read them where they are, or gather them first (runtime/placement).
-  std::shared_ptr<const dist::Residency> kept;
-  NDArray r = compute_kept({*this}, options, &kept)[0];
-  Attrs a;
-  a.offset = 0;
-  a.strides = c_strides(shape());
-  a.ptr = r.data();
-  a.owner = r.storage();
-  if (kept) {
-    dist::set_residency(r.data(), kept);
-    a.owner = std::shared_ptr<void>(
-        r.data(), [storage = r.storage()](void* data) { dist::forget_residency(data); });
+  // of it, made on several ranks); later computes read them where they are, or gather them first
+  // (runtime/placement).
+  std::vector<std::shared_ptr<const dist::Residency>> kept;
+  std::vector<NDArray> r = compute_kept(arrays, options, &kept);
+  std::vector<Array> out;
+  for (size_t k = 0; k < r.size(); ++k) {
+    const NDArray& v = r[k];
+    Attrs a;
+    a.offset = 0;
+    a.strides = c_strides(v.shape());
+    a.ptr = v.data();
+    a.owner = v.storage();
+    if (kept[k]) {
+      dist::set_residency(v.data(), kept[k]);
+      a.owner = std::shared_ptr<const void>(
+          v.data(), [storage = v.storage()](const void* data) { dist::forget_residency(data); });
+    }
+    a.place = v.place();
+    out.push_back(Array(Context::global().make(Op::Buffer, arrays[k].dtype(), arrays[k].shape(),
+                                               arrays[k].chunks(), {}, std::move(a))));
   }
-  a.place = r.place();
-  return Array(Context::global().make(Op::Buffer, dtype(), shape(), chunks(), {}, std::move(a)));
+  return out;
 }
 
 }  // namespace kiln

@@ -195,16 +195,55 @@ struct Problem {
     if (v.on_device()) return asarray(v, {y.chunks()[0][0]});
     return from_buffer(v.data(), v.dtype(), v.shape(), {y.chunks()[0][0]}, v.storage());
   }
-  // compute() for a solver whose n-vectors are read by its next computes: on a GPU they stay in
-  // device memory (otherwise each went to the host and back: at 1e6 rows 8 MB, about 1.2 ms
-  // over PCIe from pageable memory, twice per compute); everything else comes to the host.
-  std::vector<NDArray> keep_rows(const std::vector<Array>& outs) const {
+  // One pass of a solver whose n-vectors are read by its next computes: per output, the
+  // n-vector as an array (`rows`) or the value of anything else (`values`, on the host).
+  struct Pass {
+    std::vector<Array> rows;
+    std::vector<NDArray> values;
+    Pass pick(std::initializer_list<size_t> outputs) const {
+      Pass p;
+      for (size_t k : outputs) {
+        p.rows.push_back(rows[k]);
+        p.values.push_back(values[k]);
+      }
+      return p;
+    }
+    bool empty() const { return rows.empty(); }
+  };
+  // The n-vectors stay where the next computes read them: on a GPU in device memory (otherwise
+  // each went to the host and back: at 1e6 rows 8 MB, about 1.2 ms over PCIe from pageable
+  // memory, twice per compute); in a distributed program on the ranks that made their row
+  // blocks (kiln::persist: X beta does not go to every rank), the small results to every rank.
+  Pass keep_rows(const std::vector<Array>& outs) const {
     ComputeOptions o = opt;
     o.keep_on_device = true;  // ignored on host devices
+    Pass p;
+    p.rows.resize(outs.size());
+    p.values.resize(outs.size());
+    auto n_vector = [&](const Array& a) { return a.ndim() == 1 && a.shape()[0] == X.shape()[0]; };
+    if (o.distributed && distributed::size() > 1) {
+      std::vector<Array> kept = persist(outs, o), small;
+      std::vector<size_t> at;
+      for (size_t k = 0; k < outs.size(); ++k) {
+        if (n_vector(outs[k])) {
+          p.rows[k] = kept[k];
+        } else {
+          small.push_back(kept[k]);
+          at.push_back(k);
+        }
+      }
+      std::vector<NDArray> v = small.empty() ? std::vector<NDArray>{} : compute(small, opt);
+      for (size_t i = 0; i < at.size(); ++i) p.values[at[i]] = v[i].to_host();
+      return p;
+    }
     std::vector<NDArray> r = compute(outs, o);
-    for (NDArray& a : r)
-      if (a.on_device() && !(a.ndim() == 1 && a.shape()[0] == X.shape()[0])) a = a.to_host();
-    return r;
+    for (size_t k = 0; k < outs.size(); ++k) {
+      if (n_vector(outs[k]))
+        p.rows[k] = rows(r[k]);
+      else
+        p.values[k] = r[k].to_host();
+    }
+    return p;
   }
 
   std::vector<double> original(std::vector<double> coef) const {  // un-normalize
@@ -524,28 +563,28 @@ Result gradient_descent(const Array& X, const Array& y, const Options& o) {
   // the first trial's beta, its loss and gradient (instead of the gradient at the first trial's
   // drifting X beta - s X grad, which that iteration would not use): when that trial is taken,
   // the fresh iteration needs no pass of its own (9 of 10 such passes at 1e6 x 100).
-  std::vector<NDArray> fresh_ahead;
+  Problem::Pass fresh_ahead;
   const bool strict = o.gtol > 0;  // Options::gtol's rule, checked at the top of an iteration
   for (int k = 0;; ++k) {
     if (k == max_iter && !strict) break;
     std::vector<double> grad;
     if (k % 10 == 0) {  // X beta afresh (rounding drift), its loss and gradient: one pass
-      std::vector<NDArray> r = fresh_ahead;
+      Problem::Pass r = fresh_ahead;
       if (r.empty()) {
         Array fresh = pr.times(beta);
         r = pr.keep_rows(
             {fresh, loss(pr.family, fresh, pr.y), gradient(pr.family, fresh, pr.X, pr.y)});
       }
-      xb = pr.rows(r[0]);
-      func = scalar_of(r[1]) + pr.penalty(beta);
-      grad = pr.out(values(r[2]));
+      xb = r.rows[0];
+      func = scalar_of(r.values[1]) + pr.penalty(beta);
+      grad = pr.out(values(r.values[2]));
     } else if (!ahead.empty()) {
       grad = std::move(ahead);
     } else {
       grad = pr.out(values(compute({gradient(pr.family, xb, pr.X, pr.y)}, pr.opt)[0]));
     }
     ahead.clear();
-    fresh_ahead.clear();
+    fresh_ahead = {};
     if (strict && pr.optimality(beta, grad) <= o.gtol) {
       res.converged = true;
       break;
@@ -566,8 +605,8 @@ Result gradient_descent(const Array& X, const Array& y, const Options& o) {
     std::vector<Array> outs{xg_lazy, loss(pr.family, first, pr.y),
                             gradient(pr.family, xt, pr.X, pr.y)};
     if (fresh_next) outs.insert(outs.end(), {xt, loss(pr.family, xt, pr.y)});
-    std::vector<NDArray> pass = pr.keep_rows(outs);
-    Array xg = pr.rows(pass[0]);
+    Problem::Pass pass = pr.keep_rows(outs);
+    Array xg = pass.rows[0];
     int ii = 0;
     for (; ii < 100; ++ii) {
       bool moved = false;
@@ -579,7 +618,7 @@ Result gradient_descent(const Array& X, const Array& y, const Options& o) {
         s = 0;
         break;
       }
-      double l = ii == 0 ? scalar_of(pass[1])
+      double l = ii == 0 ? scalar_of(pass.values[1])
                          : scalar_of(compute({loss(pr.family, xb - s * xg, pr.y)}, pr.opt)[0]);
       func = l + pr.penalty(trial);
       if (lf - func >= 0.1 * s * steplen) break;
@@ -589,10 +628,11 @@ Result gradient_descent(const Array& X, const Array& y, const Options& o) {
     if (s == 0) func = lf;
     for (int64_t j = 0; j < pr.p; ++j) beta[j] -= s * grad[j];
     if (ii == 0 && fresh_next) {
-      fresh_ahead = {pass[3], pass[4], pass[2]};  // X beta, its loss and gradient
+      fresh_ahead = pass.pick({3, 4, 2});  // X beta, its loss and gradient
     } else {
-      xb = pr.rows(pr.keep_rows({xb - s * xg})[0]);
-      if (ii == 0) ahead = pr.out(values(pass[2]));  // the first trial taken: its gradient is next
+      xb = pr.keep_rows({xb - s * xg}).rows[0];
+      if (ii == 0)
+        ahead = pr.out(values(pass.values[2]));  // the first trial taken: its gradient is next
     }
     res.loss.push_back(func);
     res.n_iter = k + 1;

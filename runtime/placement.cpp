@@ -148,7 +148,8 @@ class Placer {
   }
 
   // The outputs asked to be kept where made, whose boxes are contiguous, disjoint ranges of them
-  // (row blocks of a C-order array): their residency; the others go to every rank.
+  // (row blocks of a C-order array) made on more than one rank: their residency; the others go
+  // to every rank (one rank's: a reduction's result, a one-block array, small or not spread).
   void keep_outputs() {
     pl_.kept.assign(p_.output_arrays.size(), nullptr);
     keep_array_.assign(p_.arrays.size(), 0);
@@ -171,7 +172,9 @@ class Placer {
         next = g.last + 1;
       }
       ok = ok && next == num_elements(p_.arrays[a].shape);
-      if (!ok) continue;
+      bool spread = false;
+      for (const auto& g : r->ranges) spread = spread || g.rank != r->ranges[0].rank;
+      if (!ok || !spread) continue;
       pl_.kept[k] = r;
       keep_array_[a] = 1;
     }
@@ -247,8 +250,67 @@ class Placer {
     }
   }
 
-  // Per array: the ranks whose tasks read it whole, and every rank for compute()'s outputs.
+  // Calls f(array, first, last) for each element span task t reads of a whole (not blocked)
+  // array: every element it reads lies in [first, last] (a strided read spans more).
+  template <class F>
+  void array_reads(int t, F f) const {
+    const PlanTask& task = p_.tasks[t];
+    const PlanGroup& g = p_.groups[task.group];
+    int64_t lo[32], ext[32];
+    auto span = [&](int a, int64_t first, const int64_t* n, const int64_t* strides, int r) {
+      int64_t x = first, y = first;
+      for (int d = 0; d < r; ++d) {
+        if (n[d] <= 0) return;
+        (strides[d] < 0 ? x : y) += (n[d] - 1) * strides[d];
+      }
+      f(a, x, y);
+    };
+    if (task.kind == TaskKind::Kernel) {
+      const kir::Kernel& k = g.lowered.kernel;
+      p_.block_box(g, task.block, lo, ext);
+      for (size_t l = 0; l < k.leaves.size(); ++l) {
+        const int a = g.leaf_arrays[l];
+        if (a < 0 || p_.arrays[a].blocked || k.leaves[l].kind != kir::LeafKind::Memory) continue;
+        const LeafBinding& b = g.lowered.leaves[l];
+        int64_t first = b.offset;
+        for (int d = 0; d < k.rank; ++d) first += lo[d] * b.strides[d];
+        span(a, first, ext, b.strides.data(), k.rank);
+      }
+      return;
+    }
+    if (task.kind != TaskKind::Library) return;
+    const PlanLibrary& l = p_.libraries[g.library];
+    auto region = [&](const LibraryOperand& op, bool streamed, int64_t row, int64_t col,
+                      int64_t rows, int64_t cols) {
+      if (op.array < 0 || streamed) return;  // (streamed: its blocks, not the whole array)
+      const MatrixLayout& m = op.layout;
+      const int64_t n[2] = {rows, cols}, strides[2] = {m.row_stride, m.col_stride};
+      span(op.array, m.offset + row * m.row_stride + col * m.col_stride, n, strides, 2);
+    };
+    if (l.op == Op::Linalg) {
+      region(l.a, false, 0, 0, l.m, l.n);
+      if (l.b.present()) region(l.b, false, 0, 0, l.b_rows, l.k);
+    } else if (l.op == Op::MatMul) {
+      p_.block_box(g, task.block, lo, ext);
+      const int64_t k0 = l.k_starts[task.split], kn = l.k_starts[task.split + 1] - k0;
+      region(l.a, !l.a_reads.empty(), lo[0], k0, ext[0], kn);
+      region(l.b, !l.b_reads.empty(), k0, lo[1], kn, ext[1]);
+    }
+  }
+
+  // Per array: the ranks whose tasks read it, and every rank for compute()'s outputs; and, for
+  // arrays with not too many of them, the spans each rank reads (a box goes only to the ranks
+  // whose spans it meets).
   void readers() {
+    spans_.assign(p_.arrays.size(), {});
+    for (size_t t = 0; t < p_.tasks.size(); ++t) {
+      const int owner = pl_.owner[t];
+      if (owner < 0) continue;
+      array_reads(static_cast<int>(t), [&](int a, int64_t first, int64_t last) {
+        auto& s = spans_[static_cast<size_t>(a)];
+        if (s.size() < kMaxSpans) s.push_back({first, last, owner});
+      });
+    }
     std::vector<RankSet> group_ranks(p_.groups.size(), RankSet(ranks_));
     for (size_t t = 0; t < p_.tasks.size(); ++t)
       if (pl_.owner[t] >= 0) group_ranks[p_.tasks[t].group].add(pl_.owner[t]);
@@ -415,9 +477,21 @@ class Placer {
           pc.to = to.without(owner);
           break;
         }
-        case Piece::Kind::Box:
-          pc.to = readers_[pc.id].without(owner);
+        case Piece::Kind::Box: {
+          const auto& spans = spans_[static_cast<size_t>(pc.id)];
+          if (spans.size() >= kMaxSpans || (p_.arrays[pc.id].output >= 0 && !keep_array_[pc.id])) {
+            pc.to = readers_[pc.id].without(owner);
+            break;
+          }
+          int64_t first = pc.base, last = pc.base;
+          for (size_t d = 0; d < pc.ext.size(); ++d)
+            (pc.strides[d] < 0 ? first : last) += (pc.ext[d] - 1) * pc.strides[d];
+          RankSet to(ranks_);
+          for (const Span& sp : spans)
+            if (sp.first <= last && sp.last >= first) to.add(sp.rank);
+          pc.to = to.without(owner);
           break;
+        }
       }
     }
     RankSet dests(ranks_);
@@ -429,6 +503,13 @@ class Placer {
     pl_.sends_to[t] = dests.without(owner);
     pl_.messages[static_cast<size_t>(owner)] += static_cast<int64_t>(pl_.sends_to[t].size());
   }
+
+  struct Span {  // elements [first, last] of an array that a task of `rank` reads (some of)
+    int64_t first, last;
+    int rank;
+  };
+  // Arrays read in more spans than this send each box to every rank that reads them.
+  static constexpr size_t kMaxSpans = 4096;
 
   struct Made {  // a range of an array's elements a task writes, and its rank
     int64_t lo, hi;
@@ -447,6 +528,7 @@ class Placer {
   std::vector<std::vector<Made>> made_;          // per array
   std::map<int, std::vector<int>> block_owner_;  // per GEMM group: each result block's rank
   std::vector<RankSet> readers_;                 // per array
+  std::vector<std::vector<Span>> spans_;         // per array: what each rank's tasks read of it
 };
 
 }  // namespace

@@ -141,7 +141,7 @@ class Array {
   NDArray compute() const;
   // Computes the array and keeps its blocks: the returned array reads them instead of
   // re-evaluating the expression. In a distributed program (kiln::distributed) each rank keeps
-  // the row blocks it made (docs/DISTRIBUTED.md).
+  // the row blocks it made, where several ranks made them (docs/DISTRIBUTED.md).
   Array persist() const;
   // As persist(), computed with `options`: with keep_on_device on a GPU device (cuda, cuda-emu)
   // the blocks stay in device memory, where later computes on that device read them in place.
@@ -463,6 +463,10 @@ struct ComputeOptions {
 // Evaluates several arrays in one plan that shares their common work.
 std::vector<NDArray> compute(const std::vector<Array>& arrays);
 std::vector<NDArray> compute(const std::vector<Array>& arrays, const ComputeOptions& options);
+// Array::persist of several arrays in one compute (their shared work done once). In a
+// distributed program an array whose row blocks several ranks made stays on those ranks; one
+// that a single rank made (a reduction's result, a one-block array) goes to every rank.
+std::vector<Array> persist(const std::vector<Array>& arrays, const ComputeOptions& options = {});
 
 // Counters since the process started, and figures of the last compute() on this thread.
 struct Stats {

@@ -49,14 +49,33 @@ uint64_t describe(uint64_t h, DType dtype, const Shape& shape, const Shape& chun
   return h;
 }
 
-// A collective: every rank passed what rank 0 did (`h` describes it), or every rank raises.
-void check_same(const std::string& op, uint64_t h) {
-  std::vector<int64_t> all = dist::allgather(static_cast<int64_t>(h >> 1));
+// A collective: every rank got this far without an error (`error`: this rank's, or empty) and
+// passed what rank 0 did (`h` describes it); otherwise every rank raises, the one that failed its
+// own error, the others one naming it.
+void agree(const std::string& op, uint64_t h, const std::string& error = {}) {
+  std::vector<int64_t> all =
+      dist::allgather(error.empty() ? static_cast<int64_t>(h >> 2) + 1 : int64_t{0});
+  const int me = dist::world()->rank();
+  for (size_t r = 0; r < all.size(); ++r) {
+    if (all[r] != 0) continue;
+    if (static_cast<int>(r) == me) throw Error(error + " [on rank " + std::to_string(me) + "]");
+    throw Error(op + ": rank " + std::to_string(r) + " failed (its error is raised there)");
+  }
   for (size_t r = 1; r < all.size(); ++r)
     if (all[r] != all[0])
       throw Error(op + ": rank " + std::to_string(r) +
                   " passed another rank, dtype, shape or chunks than rank 0 (a collective: every "
                   "rank passes the same)");
+}
+
+// The whole array's memory (bytes), or this rank's error in *error.
+std::shared_ptr<void> allocate(size_t bytes, std::string* error) {
+  try {
+    return host_buffer(bytes);
+  } catch (const Error& e) {
+    *error = e.what();
+    return nullptr;
+  }
 }
 
 // The Buffer at `data` (of `shape`, every element's memory there; `storage` keeps it), whose
@@ -87,11 +106,19 @@ Array load_npy_shards(const std::string& path, const Shape& chunks) {
   dist::Transport* w = dist::world();
   if (!w || w->size() <= 1) return load_npy(path, chunks);
   const std::string op = "load_npy_shards('" + path + "')";
-  MappedNpy m = map_npy(path);
-  const DType dtype = dtype_from_npy_descr(m.info.descr, op);
-  if (m.info.shape.empty()) throw Error(op + ": a 0-d array has no rows to split across the ranks");
-  const Shape rest(m.info.shape.begin() + 1, m.info.shape.end());
-  check_same(op, describe(0x5a4d, dtype, rest, chunks));
+  MappedNpy m{};
+  DType dtype = DType::Float64;
+  Shape rest;
+  std::string error;
+  try {
+    m = map_npy(path);
+    dtype = dtype_from_npy_descr(m.info.descr, op);
+    if (m.info.shape.empty()) throw Error(op + ": a 0-d array has no rows to split across ranks");
+    rest.assign(m.info.shape.begin() + 1, m.info.shape.end());
+  } catch (const Error& e) {  // (a missing file on one rank: raised on every rank)
+    error = e.what();
+  }
+  agree(op, describe(0x5a4d, dtype, rest, chunks), error);
   const std::vector<int64_t> rows = dist::allgather(m.info.shape[0]);
   Shape shape = m.info.shape;
   shape[0] = 0;
@@ -122,7 +149,8 @@ Array load_npy_shards(const std::string& path, const Shape& chunks) {
   }
   // The whole array's memory on every rank; this rank writes its rows (the others' stay
   // untouched unless a compute gathers them).
-  std::shared_ptr<void> storage = host_buffer(bytes);
+  std::shared_ptr<void> storage = allocate(bytes, &error);
+  agree(op, 0, error);
   int64_t mine = 0;
   for (int k = 0; k < w->rank(); ++k) mine += rows[static_cast<size_t>(k)];
   if (m.nbytes > 0)
@@ -141,19 +169,21 @@ Array from_buffer_on(int rank, const void* data, DType dtype, const Shape& shape
                 std::to_string(ranks) + " ranks");
   if (ranks == 1) return from_buffer(data, dtype, shape, chunks);
   const std::string op = "from_buffer_on";
-  check_same(op, describe(static_cast<uint64_t>(rank), dtype, shape, chunks));
+  const bool mine = w->rank() == rank;
+  std::string error;
+  if (mine && !data && num_elements(shape) > 0)
+    error = "from_buffer_on: data is null on rank " + std::to_string(rank) +
+            ", which holds the array " + shape_str(shape);
+  agree(op, describe(static_cast<uint64_t>(rank), dtype, shape, chunks), error);
   const size_t bytes = checked_size(op, dtype, shape);
   Chunks c = make_chunks(op, shape, chunks);
-  const bool mine = w->rank() == rank;
-  if (mine && !data && bytes > 0)
-    throw Error("from_buffer_on: data is null on rank " + std::to_string(rank) +
-                ", which holds the array " + shape_str(shape));
   if (bytes == 0) return from_buffer(nullptr, dtype, shape, chunks);
   auto r = std::make_shared<dist::Residency>();
   r->ranges.push_back({0, num_elements(shape) - 1, rank});
   // Kiln's own memory on every rank (the residency is found by address: the caller's buffer, read
   // whole by another array, must not be taken for this one); elsewhere written only by a gather.
-  std::shared_ptr<void> storage = host_buffer(bytes);
+  std::shared_ptr<void> storage = allocate(bytes, &error);
+  agree(op, 0, error);
   if (mine) std::memcpy(storage.get(), data, bytes);
   void* at = storage.get();
   return held(dtype, shape, std::move(c), at, std::move(storage), std::move(r));

@@ -659,18 +659,20 @@ class Run {
         for (int id : task.partials_in) drop_partial(id);
         return;
       case TaskKind::LibrarySum:  // the partial products made here and sent to its rank
-        for (int id : task.partials_in) {
-          if (arena_ && static_cast<size_t>(id) < library_dpart_.size()) library_dpart_[id].reset();
-          if (library_partial_[id]) {
-            host_free(library_partial_[id], library_partial_bytes(task));
-            library_partial_[id] = nullptr;
-          }
-        }
+        for (int id : task.partials_in) drop_library_partial(id, task);
         return;
       case TaskKind::Start:
       case TaskKind::End:
         return;
     }
+  }
+
+  // Frees GEMM partial product `id` (of LibrarySum `sum`'s block) if this rank holds it.
+  void drop_library_partial(int id, const PlanTask& sum) {
+    if (arena_) library_dpart_[id].reset();
+    if (!library_partial_[id]) return;
+    host_free(library_partial_[id], library_partial_bytes(sum));
+    library_partial_[id] = nullptr;
   }
 
   // Frees partial `id` if this rank holds it (on the host or, device plans, on its device).
@@ -1627,8 +1629,7 @@ class Run {
     void* c = static_cast<char*>(data_[l.out].get()) + (l.out_offset + lo[0] * l.n + lo[1]) * es;
     for (int id : task.partials_in) {
       library::add_into(l.dtype, ext[0], ext[1], c, l.n, library_partial_[id]);
-      host_free(library_partial_[id], library_partial_bytes(task));
-      library_partial_[id] = nullptr;
+      drop_library_partial(id, task);
     }
     return ext[0] * ext[1] * static_cast<int64_t>(es);
   }

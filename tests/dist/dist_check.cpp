@@ -164,7 +164,6 @@ void held_data() {
           local())[0]
       .save_npy(path);
   Array xs = distributed::load_npy_shards(path, {64, cols});
-  std::remove(path.c_str());
   Array whole = from_buffer(all.data(), DType::Float64, {total, cols});
   const int64_t shard_bytes = rows[static_cast<size_t>(me)] * cols * 8;
   ++g_checks;
@@ -216,7 +215,17 @@ void held_data() {
       if (std::string(e.what()).find("rank 1 passed another") == std::string::npos)
         fail(std::string("the error reads: ") + e.what());
     }
+    ++g_checks;  // a file missing on rank 1 only: every rank raises, none waits
+    try {
+      (void)distributed::load_npy_shards(me == 1 ? "no_such_shard.npy" : path, {64, cols});
+      fail("load_npy_shards of a missing file did not raise");
+    } catch (const Error& e) {
+      const std::string want = me == 1 ? "[on rank 1]" : "rank 1 failed";
+      if (std::string(e.what()).find(want) == std::string::npos)
+        fail(std::string("the error reads: ") + e.what());
+    }
   }
+  std::remove(path.c_str());
 }
 
 void same() {

@@ -14,7 +14,7 @@ import numpy as _np
 from . import _kiln
 from ._core import *  # noqa: F401,F403
 from ._array_api import *  # noqa: F401,F403
-from . import glm, linalg, random  # noqa: F401,E402
+from . import distributed, glm, linalg, random  # noqa: F401,E402
 
 __version__ = "0.1.0"
 __array_api_version__ = "2024.12"

@@ -1063,7 +1063,13 @@ def _stderr_is_terminal() -> bool:
 
 
 def persist(*arrays, **options):
-    return tuple(x.persist(**options) if isinstance(x, Array) else x for x in arrays)
+    """Computes the Kiln arrays among ``arrays`` together (their shared work once) and keeps
+    their blocks, as Array.persist; other arguments are returned as they are."""
+    device = options.get("device", _config["device"])
+    threads = options.get("threads", _config["threads"])
+    lazy = [x._a for x in arrays if isinstance(x, Array)]
+    done = iter(_kiln.persist_all(lazy, device=device, threads=threads) if lazy else [])
+    return tuple(_wrap(next(done)) if isinstance(x, Array) else x for x in arrays)
 
 
 def explain(*arrays, kernels=False) -> str:

@@ -572,6 +572,55 @@ NB_MODULE(_kiln, m) {
     return d;
   });
   m.def("clear_plan_cache", &kiln::clear_plan_cache);
+  m.def(
+      "persist_all",
+      [](const std::vector<Array>& arrays, std::optional<std::string> device, int threads) {
+        return interruptible(
+            compute_options(device, threads, false),
+            [&](const kiln::ComputeOptions& o) { return kiln::persist(arrays, o); });
+      },
+      "arrays"_a, "device"_a = nb::none(), "threads"_a = 0);
+
+  // kiln.distributed (python/kiln/distributed.py; docs/DISTRIBUTED.md).
+  nb::module_ dm = m.def_submodule("distributed");
+  dm.def("init", [] {
+    nb::gil_scoped_release release;
+    kiln::distributed::init();
+  });
+  dm.def("active", &kiln::distributed::active);
+  dm.def("rank", &kiln::distributed::rank);
+  dm.def("size", &kiln::distributed::size);
+  dm.def("library", &kiln::distributed::library);
+  dm.def("host", &kiln::distributed::host);
+  dm.def("finalize", [] {
+    nb::gil_scoped_release release;
+    kiln::distributed::finalize();
+  });
+  dm.def("load_npy_shards", [](const std::string& path, const std::vector<int64_t>& chunks) {
+    nb::gil_scoped_release release;  // (a collective: waits for the other ranks)
+    return kiln::distributed::load_npy_shards(path, shape_of(chunks));
+  });
+  dm.def(
+      "from_buffer_on", [](int rank, std::optional<HostArray> data, const std::string& dtype,
+                           const std::vector<int64_t>& shape, const std::vector<int64_t>& chunks) {
+        const kiln::DType t = dtype_named(dtype);
+        // An array that does not match: null, so that every rank raises (a collective), this
+        // one saying why.
+        bool matches = data && dtype_of(data->dtype()) == t && data->ndim() == shape.size();
+        for (size_t d = 0; matches && d < shape.size(); ++d)
+          matches = static_cast<int64_t>(data->shape(d)) == shape[d];
+        const void* p = matches ? data->data() : nullptr;
+        nb::gil_scoped_release release;  // (a collective; the data is copied)
+        try {
+          return kiln::distributed::from_buffer_on(rank, p, t, shape_of(shape), shape_of(chunks));
+        } catch (const kiln::Error&) {
+          if (data && !matches)
+            throw kiln::Error(
+                "kiln.distributed.from_array_on: the array's dtype or shape "
+                "differs from the dtype and shape given");
+          throw;
+        }
+      });
   m.def("compile_target", &kiln::compile_target);
   m.def("device_target", [](const std::string& d) { return kiln::device_target(device_named(d)); });
 

@@ -14,7 +14,7 @@
 namespace kiln::dist {
 
 // Bumped when this interface changes: a plugin built against another version is refused.
-constexpr int kTransportAbi = 1;
+constexpr int kTransportAbi = 2;
 
 // Message channels. Data messages between two ranks are received in the order they were sent
 // (MPI's non-overtaking rule), which the runtime relies on: both sides walk the plan's tasks in
@@ -33,10 +33,14 @@ class Transport {
   // it is delivered. Messages of any size (the transport splits what its library cannot send in
   // one piece; the receiver passes the same size to recv()).
   virtual void send(int to, int channel, std::shared_ptr<const std::vector<char>> msg) = 0;
-  // Whether a message from `from` (-1: any rank) waits on `channel`; sets its sender and size.
+  // Whether a message from `from` (-1: any rank) waits on `channel`; sets its sender and size (of
+  // its first piece, where the transport split it: recv() with the size known, or recv_any()).
   virtual bool probe(int from, int channel, int* sender, size_t* bytes) = 0;
   // Receives the next message from `from` on `channel` (`bytes` long) into `data`; waits for it.
   virtual void recv(int from, int channel, void* data, size_t bytes) = 0;
+  // Receives the next message from `from` on `channel` whatever its size (probe() gives the size
+  // of its first piece only: a failed run's drain, error notices); waits for it.
+  virtual std::vector<char> recv_any(int from, int channel) = 0;
   // Frees what was delivered; `all`: waits until every message sent has been delivered.
   virtual void complete_sends(bool all) = 0;
   // Collectives: every rank calls them in the same order. Element-wise maximum of `n` values

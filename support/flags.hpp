@@ -53,6 +53,8 @@
 // |                   |              | (default 300)                                             |
 // | KILN_MPI_PLUGIN=F | mpi_plugin   | the MPI plugin to load (default: libkiln_mpi.so beside    |
 // |                   |              | libkiln.so or the program, else the build tree's)        |
+// | KILN_MPI_PIECE=N  | (the plugin) | bytes of the largest piece one MPI call sends (default    |
+// |                   |              | 2^30; the tests send in small pieces)                     |
 // | KILN_CACHE_DIR=D  | cache_dir    | on-disk kernel object cache ("" disables; default         |
 // |                   |              | $XDG_CACHE_HOME/kiln when absolute, or ~/.cache/kiln;     |
 // |                   |              | support/cache.hpp)                                        |

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <climits>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <thread>
@@ -19,8 +20,14 @@
 
 namespace {
 
-// The largest piece one MPI call sends: counts are ints.
-constexpr size_t kMaxPiece = size_t{1} << 30;
+// The largest piece one MPI call sends (counts are ints): 1 GiB, or KILN_MPI_PIECE bytes (tests
+// send messages in many pieces). A message is its pieces of that size, then one shorter piece
+// (perhaps empty): a receiver that does not know a message's size reads pieces to the short one.
+size_t piece_bytes() {
+  const char* v = std::getenv("KILN_MPI_PIECE");
+  const long long n = v ? std::atoll(v) : 0;
+  return n >= 1 && n <= (1LL << 30) ? static_cast<size_t>(n) : size_t{1} << 30;
+}
 
 class MpiTransport final : public kiln::dist::Transport {
  public:
@@ -52,14 +59,15 @@ class MpiTransport final : public kiln::dist::Transport {
   void send(int to, int channel, std::shared_ptr<const std::vector<char>> msg) override {
     const char* data = msg->data();
     size_t left = msg->size();
-    do {  // an empty message is one empty piece
-      const size_t n = std::min(left, kMaxPiece);
+    while (true) {  // full pieces, then a short one (an empty message: one empty piece)
+      const size_t n = std::min(left, piece_);
       MPI_Request req;
       MPI_Isend(data, static_cast<int>(n), MPI_BYTE, to, channel, comm_, &req);
       pending_.push_back({req, msg});
       data += n;
       left -= n;
-    } while (left > 0);
+      if (n < piece_) break;
+    }
     complete_sends(false);
   }
 
@@ -78,12 +86,27 @@ class MpiTransport final : public kiln::dist::Transport {
   void recv(int from, int channel, void* data, size_t bytes) override {
     char* p = static_cast<char*>(data);
     size_t left = bytes;
-    do {
-      const size_t n = std::min(left, kMaxPiece);
+    while (true) {
+      const size_t n = std::min(left, piece_);
       MPI_Recv(p, static_cast<int>(n), MPI_BYTE, from, channel, comm_, MPI_STATUS_IGNORE);
       p += n;
       left -= n;
-    } while (left > 0);
+      if (n < piece_) break;
+    }
+  }
+
+  std::vector<char> recv_any(int from, int channel) override {
+    std::vector<char> msg;
+    while (true) {
+      MPI_Status st;
+      MPI_Probe(from, channel, comm_, &st);
+      int count = 0;
+      MPI_Get_count(&st, MPI_BYTE, &count);
+      const size_t at = msg.size(), n = static_cast<size_t>(std::max(count, 0));
+      msg.resize(at + n);
+      MPI_Recv(msg.data() + at, count, MPI_BYTE, from, channel, comm_, MPI_STATUS_IGNORE);
+      if (n < piece_) return msg;
+    }
   }
 
   void complete_sends(bool all) override {
@@ -135,6 +158,7 @@ class MpiTransport final : public kiln::dist::Transport {
 
  private:
   bool owns_;
+  const size_t piece_ = piece_bytes();
   MPI_Comm comm_ = MPI_COMM_NULL;
   int rank_ = 0, size_ = 1;
   std::vector<std::pair<MPI_Request, std::shared_ptr<const std::vector<char>>>> pending_;

@@ -17,6 +17,7 @@
 #include "runtime/placement.hpp"
 #include "support/files.hpp"
 #include "support/flags.hpp"
+#include "support/hash.hpp"
 
 namespace kiln {
 
@@ -175,6 +176,18 @@ std::vector<NDArray> compute_kept(const std::vector<Array>& arrays, const Comput
   ro.tasks_done = opt.tasks_done;
   ro.tasks_total = opt.tasks_total;
   if (opt.distributed) ro.transport = dist::world();
+  if (ro.transport && ro.transport->size() > 1) {  // what every rank must agree it computes
+    uint64_t h = hash_mix(hash_mix(0x6b696c6e, static_cast<uint64_t>(device)), key.cores);
+    for (bool b : {fuse, rows, push, key.precise_math, key.no_device_library, keep != nullptr})
+      h = hash_mix(h, b);
+    h = hash_bytes(h, key.math);
+    for (const Node* o : key.outputs) h = hash_mix(h, o->hash);
+    for (const ParamValue& v : params) {  // scalars, random seeds (Buffers: by their presence)
+      h = hash_double(hash_mix(h, static_cast<uint64_t>(v.i)), v.f);
+      h = hash_mix(h, (v.ptr != nullptr) | (uint64_t{v.place.on_host()} << 1));
+    }
+    ro.fingerprint = h;
+  }
   std::vector<std::shared_ptr<const dist::Residency>> held;  // the Buffers' residencies
   if (dist::residencies() > 0) {
     ro.slot_residency.assign(params.size(), nullptr);

@@ -30,6 +30,7 @@
 #include "runtime/placement.hpp"
 #include "support/checked.hpp"
 #include "support/error.hpp"
+#include "support/hash.hpp"
 
 namespace kiln {
 
@@ -304,11 +305,12 @@ class Run {
   // process's: each task computes what it would there, the reductions fold in the plan's trees.
   // Errors: the rank whose task fails tells every other rank; all stop, agree on the first rank
   // that failed, drain the messages left, and raise that rank's error.
-  DistCounts run_distributed(dist::Transport& tr, const Placement& pl) {
+  DistCounts run_distributed(dist::Transport& tr, const Placement& pl, uint64_t fingerprint) {
     tr_ = &tr;
     pl_ = &pl;
     epoch_ = dist::next_epoch();
     const int me = tr.rank(), ranks = tr.size();
+    agree_on(hash_mix(fingerprint, epoch_));
     sent_.assign(static_cast<size_t>(ranks), 0);
     got_.assign(static_cast<size_t>(ranks), 0);
     std::vector<int> waits(p_.tasks.size());
@@ -387,6 +389,20 @@ class Run {
     uint64_t epoch;
     int64_t task;
   };
+
+  // Before a distributed run: every rank computes the same thing (`h`: its fingerprint and run
+  // number), or every rank raises (each sees that its value is not both the largest and the
+  // smallest: 63 bits of h and of its complement, maximized over the ranks).
+  void agree_on(uint64_t h) {
+    const int64_t mine[2] = {static_cast<int64_t>(h >> 1), static_cast<int64_t>(~h >> 1)};
+    int64_t all[2] = {mine[0], mine[1]};
+    if (!tr_->allreduce_max(all, 2, dist::timeout_s())) lost(-1);
+    if (all[0] != mine[0] || all[1] != mine[1])
+      throw Error(
+          "distributed: the ranks are not computing the same thing (each rank must build the "
+          "same arrays, with the same values and KILN_* settings, and compute them in the same "
+          "order; ComputeOptions::distributed = false computes on one rank alone)");
+  }
 
   // A Buffer kept where its blocks were made (persist() of a distributed run), read beyond them
   // by this run: each rank sends its ranges to every other, in the ranges' order; afterwards the
@@ -1834,7 +1850,7 @@ RunResult execute(const Plan& plan, const std::vector<ParamValue>& params, const
     if (distributed) {
       PlacementInputs in{opt.keep, opt.slot_residency};
       pl = placement(plan, opt.transport->size(), &in);
-      dist = run.run_distributed(*opt.transport, *pl);
+      dist = run.run_distributed(*opt.transport, *pl, opt.fingerprint);
     } else {
       bool partial = false;
       for (const dist::Residency* r : opt.slot_residency) partial = partial || r;

@@ -55,6 +55,10 @@ struct RunOptions {
   // Buffer kept that way by an earlier run (null: whole on every rank).
   std::vector<uint8_t> keep;
   std::vector<const dist::Residency*> slot_residency;
+  // Distributed runs: what this rank computes (the plan's key, its parameters' values), which
+  // every rank must agree on before the run (a rank that built another compute is an error on
+  // every rank, not a run whose messages do not match).
+  uint64_t fingerprint = 0;
 };
 
 RunResult execute(const Plan& plan, const std::vector<ParamValue>& params, const RunOptions& opt);

@@ -314,6 +314,21 @@ void error() {
       fail("the error reads: " + what);
     if (distributed::rank() == 0) std::printf("  every rank raised: %s\n", what.c_str());
   }
+  // Ranks that compute different things (another reduction, another scalar on rank 1): every
+  // rank raises before the run, none combines what another computed.
+  Array z = arange(0, 1000, 1, {100});
+  const bool odd = distributed::rank() == 1;
+  for (const Array& differs : {odd ? z.sum() : z.max(), (z * (odd ? 3 : 2)).sum()}) {
+    if (distributed::size() == 1) break;
+    ++g_checks;
+    try {
+      (void)compute(differs);
+      fail("ranks computing different things did not raise");
+    } catch (const Error& err) {
+      if (std::string(err.what()).find("not computing the same thing") == std::string::npos)
+        fail(std::string("the error reads: ") + err.what());
+    }
+  }
   // The run after a failed one: nothing of the failed run is left in the queues.
   random::Generator gen(7);
   check("after the error", {gen.normal(0, 1, {800, 800}, {100, 100}).sum()});

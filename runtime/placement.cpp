@@ -180,50 +180,68 @@ class Placer {
     }
   }
 
-  // Calls f(slot, first, last) for each element range task t reads of a template slot's Buffer.
+  // Calls f(slot, array, first, last) for each span of elements task t reads of a template
+  // slot's Buffer (array -1) or of a whole, not blocked array (slot -1): every element it reads
+  // lies in [first, last] (a strided read spans more).
   template <class F>
-  void slot_reads(int t, F f) const {
+  void reads(int t, F f) const {
     const PlanTask& task = p_.tasks[t];
     const PlanGroup& g = p_.groups[task.group];
     int64_t lo[32], ext[32];
-    auto span = [&](int slot, int64_t first, const int64_t* n, const int64_t* strides, int r) {
-      int64_t a = first, b = first;
+    auto span = [&](int slot, int a, int64_t first, const int64_t* n, const int64_t* strides,
+                    int r) {
+      int64_t x = first, y = first;
       for (int d = 0; d < r; ++d) {
         if (n[d] <= 0) return;
-        (strides[d] < 0 ? a : b) += (n[d] - 1) * strides[d];
+        (strides[d] < 0 ? x : y) += (n[d] - 1) * strides[d];
       }
-      f(slot, a, b);
+      f(slot, a, x, y);
     };
     if (task.kind == TaskKind::Kernel) {
       const kir::Kernel& k = g.lowered.kernel;
       p_.block_box(g, task.block, lo, ext);
       for (size_t l = 0; l < k.leaves.size(); ++l) {
-        if (g.leaf_arrays[l] >= 0 || k.leaves[l].kind != kir::LeafKind::Memory) continue;
+        const int a = g.leaf_arrays[l];
+        if (k.leaves[l].kind != kir::LeafKind::Memory || (a >= 0 && p_.arrays[a].blocked)) continue;
         const LeafBinding& b = g.lowered.leaves[l];
         int64_t first = b.offset;
         for (int d = 0; d < k.rank; ++d) first += lo[d] * b.strides[d];
-        span(b.slot, first, ext, b.strides.data(), k.rank);
+        span(a >= 0 ? -1 : b.slot, a, first, ext, b.strides.data(), k.rank);
       }
       return;
     }
     if (task.kind != TaskKind::Library) return;
     const PlanLibrary& l = p_.libraries[g.library];
-    auto region = [&](const LibraryOperand& op, int64_t row, int64_t col, int64_t rows,
-                      int64_t cols) {
-      if (op.slot < 0) return;
+    auto region = [&](const LibraryOperand& op, bool streamed, int64_t row, int64_t col,
+                      int64_t rows, int64_t cols) {
+      if (streamed || (op.array < 0 && op.slot < 0)) return;  // (streamed: blocks, read whole)
       const MatrixLayout& m = op.layout;
       const int64_t n[2] = {rows, cols}, strides[2] = {m.row_stride, m.col_stride};
-      span(op.slot, m.offset + row * m.row_stride + col * m.col_stride, n, strides, 2);
+      span(op.array >= 0 ? -1 : op.slot, op.array,
+           m.offset + row * m.row_stride + col * m.col_stride, n, strides, 2);
     };
     if (l.op == Op::Linalg) {
-      region(l.a, 0, 0, l.m, l.n);
-      if (l.b.present()) region(l.b, 0, 0, l.b_rows, l.k);
+      region(l.a, false, 0, 0, l.m, l.n);
+      if (l.b.present()) region(l.b, false, 0, 0, l.b_rows, l.k);
     } else if (l.op == Op::MatMul) {
       p_.block_box(g, task.block, lo, ext);
       const int64_t k0 = l.k_starts[task.split], kn = l.k_starts[task.split + 1] - k0;
-      if (l.a_reads.empty()) region(l.a, lo[0], k0, ext[0], kn);
-      if (l.b_reads.empty()) region(l.b, k0, lo[1], kn, ext[1]);
+      region(l.a, !l.a_reads.empty(), lo[0], k0, ext[0], kn);
+      region(l.b, !l.b_reads.empty(), k0, lo[1], kn, ext[1]);
     }
+  }
+  // The spans of Buffers (f(slot, first, last)) and of whole arrays (f(array, first, last)).
+  template <class F>
+  void slot_reads(int t, F f) const {
+    reads(t, [&](int slot, int, int64_t first, int64_t last) {
+      if (slot >= 0) f(slot, first, last);
+    });
+  }
+  template <class F>
+  void array_reads(int t, F f) const {
+    reads(t, [&](int, int a, int64_t first, int64_t last) {
+      if (a >= 0) f(a, first, last);
+    });
   }
 
   // Kept Buffers read beyond their holders by some task: gathered before the run.
@@ -247,54 +265,6 @@ class Placer {
         pl_.bytes[static_cast<size_t>(g.rank)] += bytes * (ranks_ - 1);
         pl_.messages[static_cast<size_t>(g.rank)] += ranks_ - 1;
       }
-    }
-  }
-
-  // Calls f(array, first, last) for each element span task t reads of a whole (not blocked)
-  // array: every element it reads lies in [first, last] (a strided read spans more).
-  template <class F>
-  void array_reads(int t, F f) const {
-    const PlanTask& task = p_.tasks[t];
-    const PlanGroup& g = p_.groups[task.group];
-    int64_t lo[32], ext[32];
-    auto span = [&](int a, int64_t first, const int64_t* n, const int64_t* strides, int r) {
-      int64_t x = first, y = first;
-      for (int d = 0; d < r; ++d) {
-        if (n[d] <= 0) return;
-        (strides[d] < 0 ? x : y) += (n[d] - 1) * strides[d];
-      }
-      f(a, x, y);
-    };
-    if (task.kind == TaskKind::Kernel) {
-      const kir::Kernel& k = g.lowered.kernel;
-      p_.block_box(g, task.block, lo, ext);
-      for (size_t l = 0; l < k.leaves.size(); ++l) {
-        const int a = g.leaf_arrays[l];
-        if (a < 0 || p_.arrays[a].blocked || k.leaves[l].kind != kir::LeafKind::Memory) continue;
-        const LeafBinding& b = g.lowered.leaves[l];
-        int64_t first = b.offset;
-        for (int d = 0; d < k.rank; ++d) first += lo[d] * b.strides[d];
-        span(a, first, ext, b.strides.data(), k.rank);
-      }
-      return;
-    }
-    if (task.kind != TaskKind::Library) return;
-    const PlanLibrary& l = p_.libraries[g.library];
-    auto region = [&](const LibraryOperand& op, bool streamed, int64_t row, int64_t col,
-                      int64_t rows, int64_t cols) {
-      if (op.array < 0 || streamed) return;  // (streamed: its blocks, not the whole array)
-      const MatrixLayout& m = op.layout;
-      const int64_t n[2] = {rows, cols}, strides[2] = {m.row_stride, m.col_stride};
-      span(op.array, m.offset + row * m.row_stride + col * m.col_stride, n, strides, 2);
-    };
-    if (l.op == Op::Linalg) {
-      region(l.a, false, 0, 0, l.m, l.n);
-      if (l.b.present()) region(l.b, false, 0, 0, l.b_rows, l.k);
-    } else if (l.op == Op::MatMul) {
-      p_.block_box(g, task.block, lo, ext);
-      const int64_t k0 = l.k_starts[task.split], kn = l.k_starts[task.split + 1] - k0;
-      region(l.a, !l.a_reads.empty(), lo[0], k0, ext[0], kn);
-      region(l.b, !l.b_reads.empty(), k0, lo[1], kn, ext[1]);
     }
   }
 

@@ -163,6 +163,48 @@ TEST(Reduce, ArgReductionsOverLongRowsMatchNumPyWithTiesNaNsAndZeros) {
   }
 }
 
+TEST(Reduce, MinMaxOverRowsWhoseEndsRunInTheirOwnLoopMatchNumPy) {
+  // A float max/min fold runs a row's first multiple of 16 vectors in one loop and the rest (a
+  // row shorter than that whole) in another: rows of 1000 (a rest of 104 or 40 elements), 300,
+  // 37 and 3, with a NaN in the first part of one row and in the rest of another, and each row's
+  // extreme in its rest (row 2) or first part (row 0); float64 and float32, along each axis and
+  // over all. (Not ties of -0.0 and +0.0: NumPy's min of a row of them is +0.0 or -0.0 by its
+  // SIMD order, +0.0 for 1000 elements and -0.0 for 37.)
+  for (int64_t cols : {1000, 300, 37, 3}) {
+    NDArray x = kt::random_array(DType::Float64, {6, cols}, 29, -1, 1);
+    double* d = static_cast<double*>(x.data());
+    d[1 * cols + cols / 4] = NAN;  // in the first part (for rows of 1000)
+    d[3 * cols + cols - 2] = NAN;  // in the rest
+    d[2 * cols + cols - 1] = 5;
+    d[2 * cols + cols - 3] = -5;
+    d[0] = 7;
+    d[1] = -7;
+    std::vector<std::pair<std::string, NDArray>> in = {{"x", x}};
+    std::vector<std::string> exprs;
+    for (const char* v : {"x", "x.astype(np.float32)"})
+      for (const char* f : {"max", "min", "argmax", "argmin"})
+        for (const char* axis : {"None", "0", "1"})
+          exprs.push_back(std::string("np.") + f + "(" + v + ", axis=" + axis + ")");
+    std::vector<NDArray> want = kt::numpy(in, exprs);
+    for (Shape chunks : {Shape{6, cols}, Shape{4, cols}}) {
+      size_t at = 0;
+      Array a = lazy(x, chunks);
+      for (Array v : {a, a.astype(DType::Float32)})
+        for (int f = 0; f < 4; ++f)
+          for (std::optional<int> axis :
+               {std::optional<int>(), std::optional<int>(0), std::optional<int>(1)}) {
+            std::vector<int> axes = axis ? std::vector<int>{*axis} : std::vector<int>{};
+            Array r = f == 0   ? v.max(axes)
+                      : f == 1 ? v.min(axes)
+                      : f == 2 ? v.argmax(axis)
+                               : v.argmin(axis);
+            EXPECT_TRUE(same(r.compute(), want[at])) << exprs[at] << " cols " << cols;
+            ++at;
+          }
+    }
+  }
+}
+
 TEST(Reduce, WholeArrayReductionsOfBuffersCutIntoColumnsMatchNumPy) {
   // Reductions over every dim of memory chunked across its rows run over whole rows (the plan
   // merges the column chunks and splits the rows instead): the same values as NumPy's, a NaN

@@ -19,6 +19,12 @@ extern "C" {
   void KILN_LAPACK(p##orgtsqr_)(const int* m, const int* n, const int* mb, const int* nb, T* a,    \
                                 const int* lda, const T* t, const int* ldt, T* work,               \
                                 const int* lwork, int* info);                                      \
+  void KILN_LAPACK(p##geqrt_)(const int* m, const int* n, const int* nb, T* a, const int* lda,     \
+                              T* t, const int* ldt, T* work, int* info);                           \
+  void KILN_LAPACK(p##gemqrt_)(const char* side, const char* trans, const int* m, const int* n,    \
+                               const int* k, const int* nb, const T* v, const int* ldv,            \
+                               const T* t, const int* ldt, T* c, const int* ldc, T* work,          \
+                               int* info, size_t, size_t);                                         \
   void KILN_LAPACK(p##orgqr_)(const int* m, const int* n, const int* k, T* a, const int* lda,      \
                               const T* tau, T* work, const int* lwork, int* info);                 \
   void KILN_LAPACK(p##gesdd_)(const char* jobz, const int* m, const int* n, T* a, const int* lda,  \
@@ -66,6 +72,14 @@ struct Lapack;
     template <class... A>                                            \
     static void geqrf(A... a) {                                      \
       KILN_LAPACK(p##geqrf_)(a...);                                  \
+    }                                                                \
+    template <class... A>                                            \
+    static void geqrt(A... a) {                                      \
+      KILN_LAPACK(p##geqrt_)(a...);                                  \
+    }                                                                \
+    template <class... A>                                            \
+    static void gemqrt(A... a) {                                     \
+      KILN_LAPACK(p##gemqrt_)(a..., size_t{1}, size_t{1});           \
     }                                                                \
     template <class... A>                                            \
     static void orgqr(A... a) {                                      \

@@ -91,7 +91,8 @@ TEST(Decompose, IllConditionedTallBlocksStayOrthogonal) {
   // rows of Q (or U) as X_i (R_i^-1 M_i) only then: these columns span 12 orders of magnitude
   // (condition ~1e12), which must take the Householder path instead. Scaled columns alone are
   // benign for X_i R_i^-1 (the scaling cancels), so the mixed cases also rotate them (a random
-  // orthogonal H), and the last has well conditioned blocks above ill-conditioned ones.
+  // orthogonal H), and the last has well conditioned blocks above ill-conditioned ones. Blocks
+  // of 400 and 100 rows (at least 16n) are factorized by latsqr, of 50 by geqrt.
   NDArray g = kt::random_array(DType::Float64, {400, 5}, 617);
   NDArray h = kt::random_array(DType::Float64, {5, 5}, 618);
   auto a = kt::numpy({{"g", g}, {"h", h}},
@@ -100,7 +101,7 @@ TEST(Decompose, IllConditionedTallBlocksStayOrthogonal) {
                       "np.concatenate([g[:200], (g[200:] * np.array([1, 1e-3, 1e-6, 1e-9, "
                       "1e-12])) @ np.linalg.qr(h)[0]])"});
   for (size_t k = 0; k < a.size(); ++k)
-    for (Shape chunks : {Shape{400, 5}, Shape{100, 5}}) {
+    for (Shape chunks : {Shape{400, 5}, Shape{100, 5}, Shape{50, 5}}) {
       linalg::QR f = linalg::qr(lazy(a[k], chunks));
       linalg::SVD d = linalg::svd(lazy(a[k], chunks));
       auto got = compute({f.q, f.r, d.u, d.s, d.vh});

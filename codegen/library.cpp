@@ -432,7 +432,7 @@ template <class T>
 constexpr T kOneProductRcond = std::is_same_v<T, double> ? T(1e-3) : T(1e-1);
 
 // Householder QR of the column-major m x n block w (ld m, m >= n) in place, forming its Q in w
-// when form_q: LAPACK's TSQR (latsqr, then orgtsqr) for tall blocks, geqrf (then orgqr) else. R
+// when form_q: LAPACK's TSQR (latsqr, then orgtsqr) for tall blocks, geqrt (then gemqrt) else. R
 // only with small panels (nb 8) is fastest on 1e5 x 100 (0.07 s on one Zen 4 core, geqrf 0.32).
 template <class T>
 void householder(LinalgFn f, int m, int n, T* w, bool form_q) {

@@ -487,20 +487,27 @@ T element(const MatrixRef& m, int64_t i, int64_t j) {
   return static_cast<const T*>(m.data)[m.offset + i * m.row_stride + j * m.col_stride];
 }
 
-// a = X_i (m x n, m >= n): R_i (n x n), then the info row.
+// LAPACK's estimate (trcon, 1-norm) of the reciprocal condition of the upper triangular n x n r
+// (column-major, leading dimension ld); 0 where trcon fails.
 template <class T>
-void tsqr_r(LinalgFn f, const MatrixRef& a, int m, int n, T* out) {
-  using L = Lapack<T>;
-  Workspace<T> w = column_major<T>(f, a, m, n);
-  householder(f, m, n, w.data(), false);
-  T* info = store_upper(out, w.data(), m, n, n);
-  std::fill_n(info, n, T(0));
+T upper_rcond(int n, const T* r, int ld) {
   T rcond = 0;
   int status = 0;
   std::vector<T> work(3 * static_cast<size_t>(n));
   std::vector<int> iwork(n);
-  L::trcon("1", "U", "N", &n, w.data(), &m, &rcond, work.data(), iwork.data(), &status);
-  info[0] = status == 0 && rcond >= kOneProductRcond<T> ? T(1) : T(0);
+  Lapack<T>::trcon("1", "U", "N", &n, r, &ld, &rcond, work.data(), iwork.data(), &status);
+  return status == 0 ? rcond : T(0);
+}
+
+// a = X_i (m x n, m >= n): R_i (n x n), then the info row.
+template <class T>
+void tsqr_r(LinalgFn f, const MatrixRef& a, int m, int n, T* out) {
+  Workspace<T> w = column_major<T>(f, a, m, n);
+  householder(f, m, n, w.data(), false);
+  T* info = store_upper(out, w.data(), m, n, n);
+  std::fill_n(info, n, T(0));
+  const T rcond = upper_rcond(n, w.data(), m);
+  info[0] = rcond >= kOneProductRcond<T> ? T(1) : T(0);
   if (n > 1) info[1] = rcond;
 }
 
@@ -589,14 +596,7 @@ void tall_svd(LinalgFn f, const MatrixRef& a, int m, int n, T* out) {
   for (int j = 0; j < n; ++j)
     std::copy_n(w.data() + static_cast<size_t>(j) * m, j + 1,
                 r.data() + static_cast<size_t>(j) * n);
-  T rcond = 0;
-  int status = 0;
-  {
-    std::vector<T> cwork(3 * static_cast<size_t>(n));
-    std::vector<int> ciwork(n);
-    L::trcon("1", "U", "N", &n, r.data(), &n, &rcond, cwork.data(), ciwork.data(), &status);
-  }
-  const bool product = status == 0 && rcond >= kOneProductRcond<T>;
+  const bool product = upper_rcond(n, r.data(), n) >= kOneProductRcond<T>;
   std::vector<T> rt;
   if (product) rt = r;  // gesdd overwrites r
   L::gesdd("S", &n, &n, r.data(), &n, s.data(), ur.data(), &n, vt.data(), &n, work.data(), &lwork,

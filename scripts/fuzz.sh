@@ -3,8 +3,8 @@
 # reader (tests/fuzzers/npy_fuzzer.cpp), kiln report's trace reader
 # (tests/fuzzers/trace_fuzzer.cpp) and the kiln command's argument parser
 # (tests/fuzzers/cli_fuzzer.cpp). Each harness is compiled directly with clang (no CMake build
-# needed) into build/fuzzers/, then run for KILN_FUZZ_SECONDS (default 60) seconds of one core from its seed
-# corpus (tests/fuzzers/corpus/<harness>/, never written to; new inputs go to
+# needed) into build/fuzzers/, then run for KILN_FUZZ_SECONDS (default 60) seconds of one core
+# from its seed corpus (tests/fuzzers/corpus/<harness>/, never written to; new inputs go to
 # build/fuzzers/<harness>-corpus/). Any crash, sanitizer report, leak, uncaught exception, broken
 # invariant or input slower than 10 s fails the script; the input is saved as
 # build/fuzzers/<harness>-crash-* (or -leak-, -timeout-, -oom-) and reruns with

@@ -271,10 +271,13 @@ if want peers; then
   if [ "$t" -eq 0 ]; then
     say "skipped: the budget is spent"
   elif [ -f bench/peers/gpu_peers.py ]; then
-    quick=""
-    [ "$device" = cuda ] || quick="--quick"  # the dry run: a tenth of the sizes
-    KILN_BIN="$bin/kiln" KILN_DEVICE="$device" timeout -k 3 "$t" python3 bench/peers/gpu_peers.py \
-      $quick >"$logs/peers.log" 2>&1
+    quick="" peers_py=python3
+    if [ "$device" != cuda ]; then  # the dry run: a tenth of the sizes, the oracle's NumPy
+      quick="--quick"
+      [ -x .venv/oracle/bin/python ] && peers_py=.venv/oracle/bin/python
+    fi
+    KILN_BIN="$bin/kiln" KILN_DEVICE="$device" timeout -k 3 "$t" "$peers_py" \
+      bench/peers/gpu_peers.py $quick >"$logs/peers.log" 2>&1
     say "gpu_peers.py: exit $?"
     tail -n 40 "$logs/peers.log" | tee -a "$summary"
   else

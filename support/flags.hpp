@@ -37,6 +37,8 @@
 // |                   |              | cuBLAS or cuSOLVER), not on the devices                   |
 // | KILN_CUDA_CHECK=A | cuda_check   | cuda-emu also compiles each kernel's GPU source with NVRTC|
 // |                   |              | for these architectures ("80,90"); a failure is an error  |
+// | KILN_CUDA_CHECK_DIR=D | cuda_check_dir | ... and writes each such GPU source to D/<hash>.cu  |
+// |                   |              | (for `ptxas -v`: scripts/ptxas-report.sh)                 |
 // | KILN_CUDA_LIB_DIR=D | cuda_lib_dir | directories (colon-separated) searched first for NVRTC,|
 // |                   |              | cuBLAS, cuSOLVER, cuRAND (codegen/cuda/nvrtc.hpp)         |
 // | KILN_CUDA_STRICT=1 | cuda_strict | a cuda plan whose GEMM or LAPACK call would run on the   |
@@ -80,11 +82,12 @@ struct Flags {
   std::string device;  // "" (cpu), "cpu", "interp", ...; checked when used (support/device.hpp)
   int devices = 0;     // 0: the backend's default
   bool no_device_library = false;
-  std::string cuda_check;     // "80,90": NVRTC architectures cuda-emu also compiles for
-  std::string cuda_lib_dir;   // where CUDA's libraries are looked for first (colon-separated)
-  bool cuda_strict = false;   // a library call of a cuda plan may not fall back to the host
-  bool cuda_sync = false;     // synchronize and check after every launch and copy
-  bool cuda_profile = false;  // time each device kernel (backend::kernel_times)
+  std::string cuda_check;      // "80,90": NVRTC architectures cuda-emu also compiles for
+  std::string cuda_check_dir;  // where cuda-emu writes the GPU sources it checks ("" nowhere)
+  std::string cuda_lib_dir;    // where CUDA's libraries are looked for first (colon-separated)
+  bool cuda_strict = false;    // a library call of a cuda plan may not fall back to the host
+  bool cuda_sync = false;      // synchronize and check after every launch and copy
+  bool cuda_profile = false;   // time each device kernel (backend::kernel_times)
   std::string emu_cxx = "c++";
   bool mpi = false;        // the first compute() starts MPI
   int mpi_timeout = 300;   // seconds

@@ -154,6 +154,14 @@ int run(Device device) {
        [&] {
          return kernels_agree({x.sum(), x.sum(std::vector<int>{0}), x.sum(std::vector<int>{1})});
        }},
+      {"long rows by a warp and by a thread block: sums, max, argmin, x - mean(x)",
+       [&] {
+         Array w = rng.uniform(-2, 2, {600, 2000}, {600, 2000});  // a warp per row
+         Array b = rng.uniform(-2, 2, {4, 20000}, {4, 20000});    // a block per row
+         return kernels_agree({w.sum(std::vector<int>{1}), w.max(std::vector<int>{1}),
+                               b.sum(std::vector<int>{1}), b.argmin(1),
+                               b - b.mean(std::vector<int>{1}, true)});
+       }},
       {"argmax, whole and along rows",
        [&] {
          return kernels_agree({x.argmax(), x.argmax(1)});

@@ -174,6 +174,8 @@ class Printer {
           sh.split_dim = d;
           break;
         }
+      sh.rows =
+          sh.mode == KernelShape::Mode::Owned && !sh.split && r > 0 && !((keep >> (r - 1)) & 1u);
     }
     int fields = 1;  // the pad
     for (size_t o = 0; o < k_.outputs.size(); ++o)
@@ -187,9 +189,11 @@ class Printer {
       case KernelShape::Mode::Flat:
         return shape_.tree ? "flat, partials through the block tree" : "flat";
       case KernelShape::Mode::Owned:
-        return shape_.split ? "owned, split (threads over the dims every reduction keeps and "
-                              "over segments of the outermost other dim)"
-                            : "owned (threads over the dims every reduction keeps)";
+        return shape_.split  ? "owned, split (threads over the dims every reduction keeps and "
+                               "over segments of the outermost other dim)"
+               : shape_.rows ? "owned (threads over the dims every reduction keeps; long rows: a "
+                               "warp or a block per item)"
+                             : "owned (threads over the dims every reduction keeps)";
       case KernelShape::Mode::Serial:
         return "serial (one thread)";
     }
@@ -456,7 +460,7 @@ class Printer {
     std::string fields, init, combine, store;
     for (size_t o = 0; o < k_.outputs.size(); ++o) {
       const kir::Output& out = k_.outputs[o];
-      if (!out.reduce || !(shape_.tree || shape_.split)) continue;
+      if (!out.reduce || !(shape_.tree || shape_.split || shape_.rows)) continue;
       std::string n = std::to_string(o), T = ctype(out.type);
       fields += "  " + T + " s" + n + ";\n  " + T + " c" + n + ";\n  kiln_i64 x" + n + ";\n";
       init += "  a.s" + n + " = " + identity(out) + ";\n  a.c" + n + " = (" + T + ")0;\n  a.x" + n +
@@ -516,13 +520,9 @@ class Printer {
       if (!out.reduce) {
         line(depth, mem(o) + "[" + out_at(o, true) + "] = " + val + ";");
       } else if (shape_.tree) {
-        if (is_arg(o))
-          line(depth, "kiln_arg_fold(" + mx + ", acc.s" + n + ", acc.x" + n + ", " + val + ", " +
-                          v(out.index_value) + ");");
-        else if (compensated_[o])
-          line(depth, "kiln_neumaier(acc.s" + n + ", acc.c" + n + ", " + val + ");");
-        else
-          line(depth, "acc.s" + n + " = " + fold_fn(out.fn) + "(acc.s" + n + ", " + val + ");");
+        fold_into(depth, o, "acc", val);
+      } else if (!group_.empty() && inner_reduced_[o]) {
+        fold_into(depth, o, group_, val);
       } else if (shape_.split && !inner_reduced_[o]) {
         if (is_arg(o))
           line(depth, "kiln_arg_fold(" + mx + ", acc.s" + n + ", acc.x" + n + ", " + val + ", " +
@@ -546,6 +546,19 @@ class Printer {
                           "]; *m = " + fold_fn(out.fn) + "(*m, " + val + "); }");
       }
     }
+  }
+
+  // Output o's element `val` into a kiln_acc (`a`): float sums compensated (Neumaier).
+  void fold_into(int depth, size_t o, const std::string& a, const std::string& val) {
+    const kir::Output& out = k_.outputs[o];
+    std::string n = std::to_string(o);
+    if (is_arg(o))
+      line(depth, std::string("kiln_arg_fold(") + (is_max(o) ? "true" : "false") + ", " + a + ".s" +
+                      n + ", " + a + ".x" + n + ", " + val + ", " + v(out.index_value) + ");");
+    else if (compensated_[o])
+      line(depth, "kiln_neumaier(" + a + ".s" + n + ", " + a + ".c" + n + ", " + val + ");");
+    else
+      line(depth, a + ".s" + n + " = " + fold_fn(out.fn) + "(" + a + ".s" + n + ", " + val + ");");
   }
 
   bool folds_inner(size_t o, bool row) const {
@@ -605,41 +618,105 @@ class Printer {
     }
     for (size_t o = 0; o < k_.outputs.size(); ++o) {
       if (!folds_inner(o, row)) continue;
-      const kir::Output& out = k_.outputs[o];
-      std::string m = std::to_string(o), T = ctype(out.type);
-      std::string s =
-          inner_compensated_[o] ? "kiln_compensated(st_s" + m + ", st_c" + m + ")" : "st_s" + m;
-      line(depth, "const " + T + " res" + m + " = " + s + ";");
-      if (out.row)
-        line(depth, "row" + m + " = " + fold_fn(out.fn) + "(" + identity(out) + ", res" + m + ");");
-      std::string at = out_at(o, false);
-      if (shape_.split && is_arg(o))
-        line(depth, "kiln_arg_fold(" + std::string(is_max(o) ? "true" : "false") + ", acc.s" + m +
-                        ", acc.x" + m + ", res" + m + ", st_x" + m + ");");
-      else if (shape_.split)
-        line(depth, "acc.s" + m + " = " + fold_fn(out.fn) + "(acc.s" + m + ", res" + m + ");");
-      else if (is_arg(o))
-        line(depth, "kiln_arg_fold(" + std::string(is_max(o) ? "true" : "false") + ", " + mem(o) +
-                        "[" + at + "], " + index_mem(o) + "[" + at + "], res" + m + ", st_x" + m +
-                        ");");
-      else
-        line(depth, "{ " + T + "* m = &" + mem(o) + "[" + at + "]; *m = " + fold_fn(out.fn) +
-                        "(*m, res" + m + "); }");
+      std::string m = std::to_string(o);
+      finish_row(
+          depth, o,
+          inner_compensated_[o] ? "kiln_compensated(st_s" + m + ", st_c" + m + ")" : "st_s" + m,
+          "st_x" + m, "");
     }
     --depth;
     line(depth, "}");
   }
 
-  // Decomposes the flat work item `e` over `dims` (outermost first) into their indices.
+  // The end of a row for output o, an inner reduction of the stage: its value `s` (argmin/
+  // argmax: index `x`) is the row stage's value (row stage) and folds into the output's element
+  // (a split kernel's accumulator). guard: the condition of the store ("" none).
+  void finish_row(int depth, size_t o, const std::string& s, const std::string& x,
+                  const std::string& guard) {
+    const kir::Output& out = k_.outputs[o];
+    std::string m = std::to_string(o), T = ctype(out.type);
+    line(depth, "const " + T + " res" + m + " = " + s + ";");
+    if (out.row)
+      line(depth, "row" + m + " = " + fold_fn(out.fn) + "(" + identity(out) + ", res" + m + ");");
+    std::string at = out_at(o, false), store;
+    if (shape_.split && is_arg(o))
+      store = "kiln_arg_fold(" + std::string(is_max(o) ? "true" : "false") + ", acc.s" + m +
+              ", acc.x" + m + ", res" + m + ", " + x + ");";
+    else if (shape_.split)
+      store = "acc.s" + m + " = " + fold_fn(out.fn) + "(acc.s" + m + ", res" + m + ");";
+    else if (is_arg(o))
+      store = "kiln_arg_fold(" + std::string(is_max(o) ? "true" : "false") + ", " + mem(o) + "[" +
+              at + "], " + index_mem(o) + "[" + at + "], res" + m + ", " + x + ");";
+    else
+      store = "{ " + T + "* m = &" + mem(o) + "[" + at + "]; *m = " + fold_fn(out.fn) + "(*m, res" +
+              m + "); }";
+    line(depth, guard.empty() ? store : "if (" + guard + ") " + store);
+  }
+
+  // One stage over the current row run by a group of gs threads (KernelShape::rows): lane j
+  // takes the elements j, j + gs, ... into its kiln_acc (float sums compensated); the group's
+  // tree (kiln_rows_tree) gives every lane lane 0's fold of them all; lane 0 stores. cuda-emu
+  // runs the lanes in turn, each into its own accumulator of gl[], and the same tree serially.
+  void group_stage(int depth, bool row) {
+    int r = k_.rank;
+    std::string in = idx(r - 1), n = I(r - 1);
+    bool emu = flavor_ == Flavor::Emu;
+    line(depth, row ? "{  // the row stage, a group of threads per row" : "{");
+    ++depth;
+    line(depth, "kiln_acc ga;");
+    if (emu) {
+      line(depth, "for (int lane = 0; lane < gs; ++lane) {");
+      ++depth;
+      group_ = "gl[lane]";
+    } else {
+      group_ = "ga";
+    }
+    line(depth, "kiln_acc_init(" + group_ + ");");
+    line(depth, "for (kiln_i64 " + in + " = lane; " + in + " < " + n + "; " + in + " += gs) {");
+    values(depth + 1, row);
+    outputs(depth + 1, row, "");
+    line(depth, "}");
+    group_.clear();
+    if (emu) {
+      line(--depth, "}");
+      line(depth, "ga = kiln_rows_tree_emu(gl, gs);");
+    } else {
+      line(depth, "ga = kiln_rows_tree(ga, gs);");
+    }
+    for (size_t o = 0; o < k_.outputs.size(); ++o) {
+      if (!folds_inner(o, row)) continue;
+      std::string m = std::to_string(o);
+      finish_row(depth, o,
+                 compensated_[o] ? "kiln_compensated(ga.s" + m + ", ga.c" + m + ")" : "ga.s" + m,
+                 "ga.x" + m, emu ? "" : "lane == 0");
+    }
+    line(--depth, "}");
+  }
+
+  // Decomposes the flat work item `e` < n over `dims` (outermost first) into their indices: by
+  // 32-bit divisions where n fits in 32 bits (a 64-bit one is several times the instructions on
+  // a GPU), the branch uniform over the launch.
   void decompose(int depth, const std::vector<int>& dims) {
     if (dims.empty()) return;
-    line(depth, "kiln_i64 q = e;");
-    for (size_t j = dims.size(); j-- > 1;) {
-      int d = dims[j];
-      line(depth, "const kiln_i64 " + idx(d) + " = q % " + I(d) + ";");
-      line(depth, "q /= " + I(d) + ";");
+    if (dims.size() == 1) {
+      line(depth, "const kiln_i64 " + idx(dims[0]) + " = e;");
+      return;
     }
-    line(depth, "const kiln_i64 " + idx(dims[0]) + " = q;");
+    std::string names;
+    for (int d : dims) names += (names.empty() ? "" : ", ") + idx(d);
+    line(depth, "kiln_i64 " + names + ";");
+    for (int wide = 0; wide < 2; ++wide) {
+      std::string T = wide ? "kiln_i64" : "kiln_u32";
+      line(depth, wide ? "} else {" : "if (n <= 0xffffffffll) {");
+      line(depth + 1, T + " q = (" + T + ")e;");
+      for (size_t j = dims.size(); j-- > 1;) {
+        int d = dims[j];
+        line(depth + 1,
+             "{ const " + T + " m = (" + T + ")" + I(d) + "; " + idx(d) + " = q % m; q /= m; }");
+      }
+      line(depth + 1, idx(dims[0]) + " = q;");
+    }
+    line(depth, "}");
   }
 
   // The formula of split_segments (cuda_printer.hpp) in the kernel, and the split's sizes.
@@ -688,8 +765,8 @@ class Printer {
         "  return a;\n"
         "}\n";
     s_ +=
-        "KILN_FN void kiln_split_store(const kiln_i64* I, void* const* P, kiln_i64 e, const "
-        "kiln_acc& a) {\n";
+        "KILN_FN void kiln_split_store(const kiln_i64* I, void* const* P, kiln_i64 e, kiln_i64 n, "
+        "const kiln_acc& a) {\n";
     decompose(1, shape_.parallel);
     store_split(1, "a");
     s_ += "}\n";
@@ -704,8 +781,63 @@ class Printer {
     }
   }
 
+  // One work item's elements once its parallel indices are set: the other outer dims' loops
+  // (but a split's), then each row's stages, by one thread or (group) by a group of threads.
+  void item(int depth, bool group) {
+    int r = k_.rank;
+    const std::vector<int>& par = shape_.parallel;
+    auto is_par = [&](int d) { return std::find(par.begin(), par.end(), d) != par.end(); };
+    int opened = 0;
+    for (int d = 0; d + 1 < r; ++d) {
+      if (is_par(d) || (shape_.split && d == shape_.split_dim)) continue;
+      line(depth,
+           "for (kiln_i64 " + idx(d) + " = 0; " + idx(d) + " < " + I(d) + "; ++" + idx(d) + ") {");
+      ++depth;
+      ++opened;
+    }
+    if (r > 0 && !is_par(r - 1)) {
+      // A row: the row stage's pass, then the rest's (interp's Frame::row).
+      for (size_t o = 0; o < k_.outputs.size(); ++o)
+        if (k_.outputs[o].row)
+          line(depth, std::string(ctype(k_.outputs[o].type)) + " row" + std::to_string(o) + ";");
+      if (k_.has_row_stage()) group ? group_stage(depth, true) : stage(depth, true);
+      group ? group_stage(depth, false) : stage(depth, false);
+    } else {
+      values(depth, false);
+      outputs(depth, false, "");
+    }
+    for (; opened > 0; --opened) line(--depth, "}");
+  }
+
+  // Owned kernels over rows (KernelShape::rows): row_group's formula, and kiln_rows, which runs
+  // the items w, w + W, ... with a group of gs threads each (this thread: lane `lane`); on
+  // cuda-emu it runs every item, each group's lanes in turn.
+  void print_rows() {
+    int r = k_.rank;
+    std::string n = "1";
+    for (int d : shape_.parallel) n += " * " + I(d);
+    s_ += "KILN_FN int kiln_rows_group(const kiln_i64* I) {\n";
+    s_ += "  const kiln_i64 n = " + n + ", L = " + I(r - 1) + ";\n";
+    s_ += "  if (L <= " + std::to_string(kRowsFrom) + ") return 1;\n";
+    s_ += "  return n >= " + std::to_string(kRowWarpItems) + " || L < " +
+          std::to_string(kRowBlockFrom) + " ? 32 : KILN_BLOCK;\n}\n";
+    bool emu = flavor_ == Flavor::Emu;
+    s_ +=
+        std::string("KILN_FN void kiln_rows(const kiln_i64* I, const double* F, void* const* P, ") +
+        (emu ? "" : "kiln_i64 w, kiln_i64 W, int lane, ") + "int gs, unsigned* kiln_status) {\n";
+    if (emu)
+      s_ += "  static thread_local kiln_acc gl[KILN_BLOCK];\n  const kiln_i64 w = 0, W = 1;\n";
+    line(1, "const kiln_i64 n = " + n + ";");
+    line(1, "for (kiln_i64 e = w; e < n; e += W) {");
+    decompose(2, shape_.parallel);
+    item(2, true);
+    line(1, "}");
+    s_ += "}\n";
+  }
+
   void print_thread() {
     int r = k_.rank;
+    if (shape_.rows) print_rows();
     if (shape_.split) {
       print_split_size();
       print_split_fold();
@@ -732,12 +864,8 @@ class Printer {
       return;
     }
     const std::vector<int>& par = shape_.parallel;
-    std::vector<bool> is_par(size_t(r), false);
     std::string n = "1";
-    for (int d : par) {
-      is_par[size_t(d)] = true;
-      n += " * " + I(d);
-    }
+    for (int d : par) n += " * " + I(d);
     if (shape_.split) {
       // Work item w = g * n + e: segment g of the split dim for item e (adjacent threads take
       // adjacent items, so their loads are adjacent).
@@ -769,26 +897,7 @@ class Printer {
       ++depth;
       decompose(depth, par);
     }
-    int opened = 0;
-    for (int d = 0; d + 1 < r; ++d) {
-      if (is_par[size_t(d)] || (shape_.split && d == shape_.split_dim)) continue;
-      line(depth,
-           "for (kiln_i64 " + idx(d) + " = 0; " + idx(d) + " < " + I(d) + "; ++" + idx(d) + ") {");
-      ++depth;
-      ++opened;
-    }
-    if (r > 0 && !is_par[size_t(r - 1)]) {
-      // A row: the row stage's pass, then the rest's (interp's Frame::row).
-      for (size_t o = 0; o < k_.outputs.size(); ++o)
-        if (k_.outputs[o].row)
-          line(depth, std::string(ctype(k_.outputs[o].type)) + " row" + std::to_string(o) + ";");
-      if (k_.has_row_stage()) stage(depth, true);
-      stage(depth, false);
-    } else {
-      values(depth, false);
-      outputs(depth, false, "");
-    }
-    for (; opened > 0; --opened) line(--depth, "}");
+    item(depth, false);
     if (shape_.split) {
       line(--depth, "}");  // the segment
       line(depth, "if (G == 1) {");
@@ -834,7 +943,7 @@ kiln_fold(const __grid_constant__ kiln_args args, void* scratch) {
     kiln_acc o = kiln_shfl_down(a, off);
     kiln_split_combine(a, o);
   }
-  if (lane == 0) kiln_split_store(I, P, e, a);
+  if (lane == 0) kiln_split_store(I, P, e, n, a);
 }
 )";
       return;
@@ -869,6 +978,17 @@ kiln_fold(const __grid_constant__ kiln_args args, void* scratch) {
   }
 )";
     s_ += "}\n";
+    if (shape_.rows)  // the entry where rows are long: a group of threads per item (Launch::group)
+      s_ += R"(extern "C" __global__ void __launch_bounds__(KILN_BLOCK)
+kiln_rows_kernel(const __grid_constant__ kiln_args args, void* scratch, unsigned* status) {
+  const kiln_i64* I = args.I;
+  const double* F = args.F;
+  void* const* P = args.P;
+  const int gs = kiln_rows_group(I);
+  kiln_rows(I, F, P, (kiln_i64)blockIdx.x * (KILN_BLOCK / gs) + threadIdx.x / gs,
+            (kiln_i64)gridDim.x * (KILN_BLOCK / gs), (int)(threadIdx.x & (gs - 1)), gs, status);
+}
+)";
   }
 
   void print_emu_entry() {
@@ -889,7 +1009,7 @@ extern "C" unsigned kiln_emu_launch(const kiln_i64* I, const double* F, void* co
       for (int x = 0; x < 32; ++x) lanes[x] = kiln_split_lane(parts, e, n, G, x);
       for (int off = 16; off > 0; off >>= 1)
         for (int x = 0; x < off; ++x) kiln_split_combine(lanes[x], lanes[x + off]);
-      kiln_split_store(I, P, e, lanes[0]);
+      kiln_split_store(I, P, e, n, lanes[0]);
     }
     delete[] parts;
   }
@@ -912,6 +1032,16 @@ extern "C" unsigned kiln_emu_launch(const kiln_i64* I, const double* F, void* co
   kiln_acc_store(I, P, s);
   delete[] lanes;
   delete[] parts;
+)";
+    else if (shape_.rows)
+      s_ += R"(  const int gs = kiln_rows_group(I);
+  if (gs > 1) {
+    kiln_rows(I, F, P, gs, &status);
+  } else {
+    kiln_acc a;
+    kiln_acc_init(a);
+    for (kiln_i64 t = 0; t < T; ++t) kiln_thread(I, F, P, t, T, a, &status);
+  }
 )";
     else
       s_ += R"(  kiln_acc a;
@@ -937,6 +1067,7 @@ extern "C" unsigned kiln_emu_launch(const kiln_i64* I, const double* F, void* co
   bool strips_[2] = {false, false};
   std::vector<bool> inner_reduced_, compensated_, inner_compensated_;
   std::vector<bool> need_[2];
+  std::string group_;  // while printing group_stage: the lane's kiln_acc
   std::string s_;
 };
 
@@ -1029,6 +1160,11 @@ int64_t split_segments(int64_t items, int64_t extent) {
   return std::max<int64_t>(std::min(g, kSplitMaxSegments), 1);
 }
 
+int row_group(int64_t items, int64_t extent) {
+  if (extent <= kRowsFrom) return 1;
+  return items >= kRowWarpItems || extent < kRowBlockFrom ? 32 : 256;
+}
+
 Launch launch_for(int rank, const KernelShape& s, const int64_t* I) {
   Launch l;
   for (int d = 0; d < rank; ++d)
@@ -1047,6 +1183,9 @@ Launch launch_for(int rank, const KernelShape& s, const int64_t* I) {
           l.fold_grid = (items * 32 + s.block - 1) / s.block;  // a warp per item
         }
         items *= g;
+      } else if (s.rows) {
+        l.group = row_group(items, I[rank - 1]);
+        items *= l.group;
       }
       break;
     case KernelShape::Mode::Serial:

@@ -16,6 +16,10 @@
 //           Where the items are few and the rows long (KernelShape::split), the outermost other
 //           dim is cut into segments too: bit-identical while one segment suffices, otherwise
 //           the segments' partials fold in order (within the reassociation bound).
+//           Where the inner dim is reduced and the rows are long (KernelShape::rows, row_group),
+//           a group of threads (a warp or the thread block) runs each item instead: lane j takes
+//           the elements j, j + group, ... of every row (adjacent lanes, adjacent loads), float
+//           sums compensated per lane, and the group folds its lanes by the flat kernels' tree.
 //   Serial  no dim is kept by every reduction: one thread runs the block as the interpreter does.
 #pragma once
 #include <cstdint>
@@ -40,6 +44,9 @@ struct KernelShape {
   // §11).
   bool split = false;
   int split_dim = -1;
+  // Owned, not split, the inner dim reduced: row_group(items, rows' length) threads per item
+  // (1: one thread, as above; 32: a warp; 256: the thread block), chosen per launch.
+  bool rows = false;
   bool tree = false;    // Flat with reductions: per-thread partials combined on the device
   int block = 256;      // threads per block (KILN_BLOCK)
   int max_grid = 1024;  // blocks at most (grid-stride beyond)
@@ -63,6 +70,9 @@ struct Printed {
 // of more than one segment: 256 bytes unused, then the segments' partials, which the module's
 // second entry, extern "C" __global__ kiln_fold(const __grid_constant__ kiln_args args, void*
 // scratch), launched after kiln_kernel with Launch::fold_grid blocks, folds into the outputs.
+// Owned kernels over rows (KernelShape::rows) have a second entry with kiln_kernel's
+// parameters, kiln_rows_kernel, launched instead of it where Launch::group > 1 (its registers
+// are its own, so the one-thread path keeps its occupancy).
 // kiln_math: the transcendental functions (pow too) from Kiln's own (codegen/math), the same
 // bits as the CPU's (the default); else (KILN_MATH=libmvec, precise math) the device's libm.
 Printed print(const kir::Kernel& k, Flavor flavor, bool kiln_math);
@@ -92,6 +102,15 @@ constexpr int64_t kSplitFrom = 256, kSplitRows = 64, kSplitThreads = 131072,
                   kSplitMaxSegments = 1024;
 int64_t split_segments(int64_t items, int64_t extent);
 
+// Threads per item of an owned kernel that reduces rows (KernelShape::rows) of `extent`
+// elements over `items` items: 1 for kRowsFrom elements or fewer (the interpreter's bits),
+// else a warp (32), or the thread block (256) where the items are fewer than kRowWarpItems and
+// the rows at least kRowBlockFrom long. Like split_segments, a function of the block's shape
+// only (printed into the kernel too). Lane j of a group takes the row's elements j, j + group,
+// ...; the lanes fold by the warp tree (and, for a block, over its warps) of the flat kernels.
+constexpr int64_t kRowsFrom = 256, kRowWarpItems = 4096, kRowBlockFrom = 8192;
+int row_group(int64_t items, int64_t extent);
+
 // The bytes one block's launch moves (KILN_CUDA_PROFILE's bytes and GB/s): each memory leaf's
 // elements its strides reach (a broadcast dim once), each output's elements written (a
 // reduction's kept ones, argmin/argmax with their indices). A lower bound of the traffic.
@@ -115,10 +134,12 @@ class Traffic {
 
 // The launch of one block of the kernel: work items (threads' share, see Mode) and grid size.
 struct Launch {
-  int64_t items = 0;  // 0: nothing to do (an empty block)
+  int64_t items = 0;  // threads with work; 0: nothing to do (an empty block)
   int64_t grid = 0;
   int64_t scratch_bytes = 0;  // tree kernels, split kernels of more than one segment
   int64_t fold_grid = 0;      // split kernels of more than one segment: kiln_fold's blocks
+  int group = 1;  // owned kernels over rows: threads per item (row_group); over 1, the module's
+                  // entry kiln_rows_kernel runs the launch instead of kiln_kernel
 };
 Launch launch_for(int rank, const KernelShape& s, const int64_t* I);
 

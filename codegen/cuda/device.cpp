@@ -470,7 +470,7 @@ class DeviceFunction {
     if (auto it = fns_.find(device); it != fns_.end()) return it->second;
     return fns_[device] = function(device, name_);
   }
-  // Another function of the same module (a split kernel's kiln_fold).
+  // Another function of the same module (a split kernel's kiln_fold, kiln_rows_kernel).
   CUfunction get(int device, const char* name) const {
     gpus_.use(device);
     std::lock_guard<std::mutex> lock(mu_);
@@ -972,11 +972,13 @@ class GpuKernel final : public backend::Kernel {
     if (l.items == 0) return;
     backend::HostTimer timer("cuda: a kernel's launch");
     const Driver& d = driver();
-    CUfunction fn = function_.get(device);  // makes the device current
+    const bool rows = l.group > 1;  // long rows: the module's kiln_rows_kernel
+    CUfunction fn = rows ? function_.get(device, "kiln_rows_kernel")
+                         : function_.get(device);  // makes the device current
     // A kernel whose values do not depend on its grid (all but the flat trees, whose partials
     // combine in the order of a fixed grid): one wave of the device's resident blocks at most.
     if (!printed_.shape.tree) {
-      const int64_t wave = resident_blocks(device, fn);
+      const int64_t wave = resident_blocks(device, rows, fn);
       if (wave > 0)
         l.grid = std::min((l.items + printed_.shape.block - 1) / printed_.shape.block, wave);
     }
@@ -1032,17 +1034,17 @@ class GpuKernel final : public backend::Kernel {
 
  private:
   // SMs x the kernel's resident blocks per SM (cuOccupancyMaxActiveBlocksPerMultiprocessor),
-  // once per device; 0 where unknown (launch_for's grid then).
-  int64_t resident_blocks(int device, CUfunction fn) const {
+  // once per device and entry; 0 where unknown (launch_for's grid then).
+  int64_t resident_blocks(int device, bool rows, CUfunction fn) const {
     std::lock_guard<std::mutex> lock(wave_mu_);
-    auto it = wave_.find(device);
+    auto it = wave_.find({device, rows});
     if (it != wave_.end()) return it->second;
     int per_sm = 0;
     const Driver& d = driver();
     int64_t w = 0;
     if (d.occupancy && d.occupancy(&per_sm, fn, printed_.shape.block, 0) == 0 && per_sm > 0)
       w = static_cast<int64_t>(per_sm) * gpus_.multiprocessors(device);
-    wave_[device] = w;
+    wave_[{device, rows}] = w;
     return w;
   }
 
@@ -1053,7 +1055,7 @@ class GpuKernel final : public backend::Kernel {
   Printed printed_;
   Traffic traffic_;
   mutable std::mutex wave_mu_;
-  mutable std::map<int, int64_t> wave_;
+  mutable std::map<std::pair<int, bool>, int64_t> wave_;  // (device, kiln_rows_kernel)
   Gpus& gpus_;
   DeviceFunction function_;
 };

@@ -21,6 +21,7 @@
 #include <deque>
 #include <exception>
 #include <filesystem>
+#include <fstream>
 #include <functional>
 #include <future>
 #include <map>
@@ -559,6 +560,13 @@ class EmuBackend final : public backend::Backend {
     {
       std::lock_guard<std::mutex> lock(checked_mu_);
       if (!checked_.insert(h).second) return;
+    }
+    if (!flags().cuda_check_dir.empty()) {
+      char name[32];
+      std::snprintf(name, sizeof name, "/%016llx.cu", static_cast<unsigned long long>(h));
+      std::ofstream f(flags().cuda_check_dir + name);
+      f << p.source;
+      if (!f) throw Error("KILN_CUDA_CHECK_DIR: cannot write " + flags().cuda_check_dir + name);
     }
     // One thread per architecture (NVRTC is thread-safe).
     std::vector<std::future<NvrtcOutput>> outs;

@@ -243,6 +243,29 @@ template <class A> KILN_FN A kiln_block_tree(A a) {
   }
   return a;
 }
+// A group of gs threads' fold (owned kernels over long rows): gs = 32, the warp's tree, then
+// lane 0's value to every lane; gs = KILN_BLOCK, the block's tree, then thread 0's value to
+// every thread. The group is uniform (a whole warp or block), so every lane reaches it.
+template <class A> KILN_FN A kiln_shfl0(const A& a) {
+  A r;
+  const unsigned* s = (const unsigned*)&a;
+  unsigned* d = (unsigned*)&r;
+  for (int k = 0; k < (int)(sizeof(A) / 4); ++k) d[k] = __shfl_sync(0xffffffffu, s[k], 0);
+  return r;
+}
+template <class A> KILN_FN A kiln_rows_tree(A a, int gs) {
+  if (gs == 32) {
+    for (int off = 16; off > 0; off >>= 1) { A o = kiln_shfl_down(a, off); kiln_acc_combine(a, o); }
+    return kiln_shfl0(a);
+  }
+  __shared__ A all;
+  a = kiln_block_tree(a);
+  if (threadIdx.x == 0) all = a;
+  __syncthreads();
+  a = all;
+  __syncthreads();
+  return a;
+}
 // A partial another block wrote (after its __threadfence): read past the L1 cache.
 template <class A> KILN_FN A kiln_load_cg(const A* p) {
   A r;
@@ -266,6 +289,12 @@ template <class A> static A kiln_block_tree_emu(A* lanes) {
   for (int off = 16; off > 0; off >>= 1)
     for (int x = 0; x < off; ++x) kiln_acc_combine(warps[x], warps[x + off]);
   return warps[0];
+}
+template <class A> static A kiln_rows_tree_emu(A* lanes, int gs) {
+  if (gs != 32) return kiln_block_tree_emu(lanes);
+  for (int off = 16; off > 0; off >>= 1)
+    for (int x = 0; x < off; ++x) kiln_acc_combine(lanes[x], lanes[x + off]);
+  return lanes[0];
 }
 )";
 

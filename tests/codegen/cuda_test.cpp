@@ -6,6 +6,7 @@
 // whole suite on it with KILN_CUDA_CHECK=80,90.
 #include <unistd.h>
 
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <regex>
@@ -89,15 +90,16 @@ TEST(Cuda, FlatKernelsCombineThreadPartialsLikeTheInterpreter) {
 }
 
 TEST(Cuda, OwnedAndSerialKernelsMatchTheInterpreterBitForBit) {
-  NDArray data = kt::random_array(DType::Float64, {37, 5, 3001}, 9, -2, 2);
-  Array a = kt::lazy(data, {20, 5, 1600}), rows = kt::lazy(data, {20, 5, 3001});
+  // Rows of 256 elements or fewer: one thread per item (cuda::row_group), the interpreter's order.
+  NDArray data = kt::random_array(DType::Float64, {37, 5, 256}, 9, -2, 2);
+  Array a = kt::lazy(data, {20, 5, 250}), rows = kt::lazy(data, {20, 5, 256});
   Array b = a.astype(DType::Float32);
   struct Case {
     Array out;
     const char* mode;
   };
   std::vector<Case> cases = {
-      {a.sum({2}), "owned"},                   // threads over dims 0-1, rows in strips, compensated
+      {a.sum({2}), "owned"},                   // threads over dims 0-1, along the rows
       {a.sum({0}), "owned"},                   // threads over dims 1-2, along the rows
       {b.mean({0, 2}), "owned"},               // threads over dim 1
       {a.argmax(2), "owned"},                  // argmax along rows
@@ -159,6 +161,65 @@ TEST(Cuda, LongColumnsOfFewItemsSplitIntoSegmentsFoldedInOrder) {
   NDArray wide = kt::random_array(DType::Float64, {40, 33000}, 23, -1, 1);
   Array w = kt::lazy(wide, {40, 33000});
   EXPECT_TRUE(kt::same(on(Device::CudaEmu, {w.sum({0})})[0], on(Device::Interp, {w.sum({0})})[0]));
+}
+
+TEST(Cuda, LongRowsRunAWarpOrABlockPerItem) {
+  // Rows over 256 elements: a warp per item, or the thread block where the items are fewer
+  // than 4096 and the rows at least 8192 long (cuda_printer.hpp, row_group).
+  EXPECT_EQ(cuda::row_group(5, 256), 1);
+  EXPECT_EQ(cuda::row_group(5, 257), 32);
+  EXPECT_EQ(cuda::row_group(5, 8191), 32);
+  EXPECT_EQ(cuda::row_group(5, 8192), 256);
+  EXPECT_EQ(cuda::row_group(4095, 1 << 20), 256);
+  EXPECT_EQ(cuda::row_group(4096, 1 << 20), 32);  // the warps fill the device
+  EXPECT_EQ(cuda::row_group(1000000, 100), 1);
+  // 40 x 3000 (a warp per row) and 3 x 20000 (a block per row), each in one block. Ties and
+  // NaNs fall in different lanes: the first index wins, as on the CPU.
+  NDArray data = kt::random_array(DType::Float64, {40, 3000}, 41, -2, 2);
+  auto* d = static_cast<double*>(data.data());
+  d[3000 * 2 + 2999] = 9.0;  // row 2: ties for the maximum, lanes 23 and 17
+  d[3000 * 2 + 17] = 9.0;
+  d[3000 * 5 + 100] = std::nan("");  // row 5: NaNs, lanes 4 and 18
+  d[3000 * 5 + 50] = std::nan("");
+  d[3000 * 7 + 1234] = -9.0;
+  NDArray long_data = kt::random_array(DType::Float64, {3, 20000}, 42, -1, 1);
+  auto* ld = static_cast<double*>(long_data.data());
+  ld[20000 + 19999] = 7.0;  // row 1: ties in different warps of the block
+  ld[20000 + 300] = 7.0;
+  Array x = kt::lazy(data, {40, 3000}), y = kt::lazy(long_data, {3, 20000});
+  Array xi = (x * 1000).astype(DType::Int64);
+  NDArray cube = kt::random_array(DType::Float64, {6, 3, 5000}, 43, -1, 1);
+  Array c = kt::lazy(cube, {6, 3, 5000});
+  std::vector<Array> exact = {x.max({1}),  x.argmax(1),         x.argmin(1),
+                              xi.sum({1}), (x > 1.99).any({1}), (x < 1.99).all({1}),
+                              y.argmax(1), y.min({1}),          x * 2};
+  std::vector<Array> sums = {x.sum({1}),
+                             (x * x).mean({1}),
+                             x - x.mean({1}, true),  // the row stage: its mean to every lane
+                             y.sum({1}),
+                             c.sum({1, 2}),
+                             c.sum({2}),
+                             x.astype(DType::Float32).sum({1}),
+                             (1 + x * 1e-3).prod({1})};
+  std::vector<Array> outs = exact;
+  outs.insert(outs.end(), sums.begin(), sums.end());
+  std::string src;
+  std::vector<NDArray> emu = on(Device::CudaEmu, outs, &src);
+  std::vector<NDArray> ref = on(Device::Interp, outs);
+  EXPECT_NE(src.find("long rows: a warp or a block per item"), std::string::npos)
+      << src.substr(0, 4000);
+  EXPECT_FALSE(modes(src).count("serial"));
+  EXPECT_EQ(emu[1].at_int(2), 17);
+  EXPECT_EQ(emu[1].at_int(5), 50);
+  EXPECT_EQ(emu[2].at_int(5), 50);
+  EXPECT_EQ(emu[2].at_int(7), 1234);
+  EXPECT_EQ(emu[6].at_int(1), 300);
+  EXPECT_TRUE(std::isnan(emu[0].at(5)));
+  for (size_t k = 0; k < exact.size(); ++k) EXPECT_TRUE(kt::same(emu[k], ref[k])) << "output " << k;
+  // Float sums and products: lanes' compensated partials folded by the tree, within the
+  // reassociation bound of their values.
+  for (size_t k = exact.size(); k < outs.size(); ++k)
+    EXPECT_TRUE(kt::same(emu[k], ref[k], 1e-12, 1e-12)) << "output " << k;
 }
 
 TEST(Cuda, TheProfileCountsTheBytesEachKernelMoves) {

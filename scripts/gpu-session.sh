@@ -205,21 +205,31 @@ if want workloads; then
   if [ "$device" != cuda ]; then  # the dry run: small sizes
     workloads=("random-sum --size 200 --chunk 100" "trig-identity --size 200 --chunk 100"
       "diamond --size 200 --chunk 100" "svd --rows 400 --cols 20 --chunk 200"
-      "matmul --size 200 --chunk 100")
+      "matmul --size 200 --chunk 100" "logistic-gd --size 4000 --cols 100 --chunk 1000")
   fi
   for w in "${workloads[@]}"; do
-    for extra in "" "--resident" "--rng curand"; do
-      if [ -n "$extra" ]; then  # svd, matmul and logistic-gd make their data first; 2 TB stays lazy
-        case "$w" in svd* | matmul* | logistic* | glm* | *500000*) continue ;; esac
-      fi
+    # The last extra is an experiment: the solvers' X @ beta (rows of 100) by a warp per row
+    # instead of a thread (KILN_CUDA_ROWS_FROM, docs/KERNEL_IR.md §11).
+    for extra in "" "--resident" "--rng curand" "KILN_CUDA_ROWS_FROM=32"; do
+      env=()
+      case "$extra" in
+        "") ;;
+        KILN_*)
+          case "$w" in logistic* | glm*) ;; *) continue ;; esac
+          env=("$extra") ;;
+        *)  # svd, matmul and logistic-gd make their data first; 2 TB stays lazy
+          case "$w" in svd* | matmul* | logistic* | glm* | *500000*) continue ;; esac ;;
+      esac
+      args="$extra"
+      [ ${#env[@]} -eq 0 ] || args=
       t="$(limit 45)"
       if [ "$t" -eq 0 ]; then
         say "$w $extra: skipped, the budget is spent"
         continue
       fi
       # shellcheck disable=SC2086
-      line="$(timeout -k 3 "$t" "$bin/kiln" run $w $extra --device "$device" --repeat 5 --quiet --json \
-        2>>"$logs/workloads.err" | tail -1)"
+      line="$(env ${env[@]+"${env[@]}"} timeout -k 3 "$t" "$bin/kiln" run $w $args --device "$device" \
+        --repeat 5 --quiet --json 2>>"$logs/workloads.err" | tail -1)"
       rc=$?
       echo "$w $extra: rc $rc $line" >>"$logs/workloads.log"
       python3 - "$w $extra" "$rc" "$line" <<'EOS' | tee -a "$summary"

@@ -87,6 +87,7 @@ Flags from_env() {
   read_int("KILN_DEVICES", &f.devices, 0, 64);
   read_string("KILN_CUDA_CHECK", &f.cuda_check);
   read_string("KILN_CUDA_CHECK_DIR", &f.cuda_check_dir);
+  read_int("KILN_CUDA_ROWS_FROM", &f.cuda_rows_from, 1, INT64_MAX);
   read_string("KILN_CUDA_LIB_DIR", &f.cuda_lib_dir);
   read_bool("KILN_CUDA_STRICT", &f.cuda_strict);
   read_bool("KILN_CUDA_SYNC", &f.cuda_sync);

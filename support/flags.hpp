@@ -38,6 +38,9 @@
 // | KILN_CUDA_CHECK=A | cuda_check   | cuda-emu also compiles each kernel's GPU source with NVRTC|
 // |                   |              | for these architectures ("80,90"); a failure is an error  |
 // | KILN_CUDA_CHECK_DIR=D | cuda_check_dir | ... and writes each such GPU source to D/<hash>.cu  |
+// | KILN_CUDA_ROWS_FROM=N | cuda_rows_from | cuda, cuda-emu: rows over N elements are reduced |
+// |                   |              | by a warp or a block per item (default 256; at N or fewer, |
+// |                   |              | a thread per item: the interpreter's bits)                |
 // |                   |              | (for `ptxas -v`: scripts/ptxas-report.sh)                 |
 // | KILN_CUDA_LIB_DIR=D | cuda_lib_dir | directories (colon-separated) searched first for NVRTC,|
 // |                   |              | cuBLAS, cuSOLVER, cuRAND (codegen/cuda/nvrtc.hpp)         |
@@ -82,12 +85,13 @@ struct Flags {
   std::string device;  // "" (cpu), "cpu", "interp", ...; checked when used (support/device.hpp)
   int devices = 0;     // 0: the backend's default
   bool no_device_library = false;
-  std::string cuda_check;      // "80,90": NVRTC architectures cuda-emu also compiles for
-  std::string cuda_check_dir;  // where cuda-emu writes the GPU sources it checks ("" nowhere)
-  std::string cuda_lib_dir;    // where CUDA's libraries are looked for first (colon-separated)
-  bool cuda_strict = false;    // a library call of a cuda plan may not fall back to the host
-  bool cuda_sync = false;      // synchronize and check after every launch and copy
-  bool cuda_profile = false;   // time each device kernel (backend::kernel_times)
+  std::string cuda_check;        // "80,90": NVRTC architectures cuda-emu also compiles for
+  std::string cuda_check_dir;    // where cuda-emu writes the GPU sources it checks ("" nowhere)
+  int64_t cuda_rows_from = 256;  // cuda::row_group's threshold (KernelShape::rows_from)
+  std::string cuda_lib_dir;      // where CUDA's libraries are looked for first (colon-separated)
+  bool cuda_strict = false;      // a library call of a cuda plan may not fall back to the host
+  bool cuda_sync = false;        // synchronize and check after every launch and copy
+  bool cuda_profile = false;     // time each device kernel (backend::kernel_times)
   std::string emu_cxx = "c++";
   bool mpi = false;        // the first compute() starts MPI
   int mpi_timeout = 300;   // seconds

@@ -101,7 +101,7 @@ std::string math_call(const std::string& name, DType t) {
 
 class Printer {
  public:
-  Printer(const kir::Kernel& k, Flavor flavor, bool kiln_math)
+  Printer(const kir::Kernel& k, Flavor flavor, bool kiln_math, int64_t rows_from)
       : k_(k), flavor_(flavor), kiln_math_(kiln_math) {
     int r = k.rank;
     for (const auto& l : k.leaves) {
@@ -124,6 +124,7 @@ class Printer {
     need_[0] = k.needed_by_stage(false);
     need_[1] = k.needed_by_stage(true);
     shape_ = classify();
+    shape_.rows_from = rows_from;
   }
 
   Printed run() {
@@ -818,7 +819,7 @@ class Printer {
     for (int d : shape_.parallel) n += " * " + I(d);
     s_ += "KILN_FN int kiln_rows_group(const kiln_i64* I) {\n";
     s_ += "  const kiln_i64 n = " + n + ", L = " + I(r - 1) + ";\n";
-    s_ += "  if (L <= " + std::to_string(kRowsFrom) + ") return 1;\n";
+    s_ += "  if (L <= " + std::to_string(shape_.rows_from) + ") return 1;\n";
     s_ += "  return n >= " + std::to_string(kRowWarpItems) + " || L < " +
           std::to_string(kRowBlockFrom) + " ? 32 : KILN_BLOCK;\n}\n";
     bool emu = flavor_ == Flavor::Emu;
@@ -1081,8 +1082,8 @@ ArgWords arg_words(const kir::Kernel& k) {
   return w;
 }
 
-Printed print(const kir::Kernel& k, Flavor flavor, bool kiln_math) {
-  return Printer(k, flavor, kiln_math).run();
+Printed print(const kir::Kernel& k, Flavor flavor, bool kiln_math, int64_t rows_from) {
+  return Printer(k, flavor, kiln_math, rows_from).run();
 }
 
 std::string kernel_label(const kir::Kernel& k, const KernelShape& shape) {
@@ -1160,8 +1161,8 @@ int64_t split_segments(int64_t items, int64_t extent) {
   return std::max<int64_t>(std::min(g, kSplitMaxSegments), 1);
 }
 
-int row_group(int64_t items, int64_t extent) {
-  if (extent <= kRowsFrom) return 1;
+int row_group(int64_t items, int64_t extent, int64_t rows_from) {
+  if (extent <= rows_from) return 1;
   return items >= kRowWarpItems || extent < kRowBlockFrom ? 32 : 256;
 }
 
@@ -1184,7 +1185,7 @@ Launch launch_for(int rank, const KernelShape& s, const int64_t* I) {
         }
         items *= g;
       } else if (s.rows) {
-        l.group = row_group(items, I[rank - 1]);
+        l.group = row_group(items, I[rank - 1], s.rows_from);
         items *= l.group;
       }
       break;

@@ -32,6 +32,9 @@ namespace kiln::cuda {
 
 enum class Flavor : uint8_t { Device, Emu };
 
+// row_group's sizes (below).
+constexpr int64_t kRowsFrom = 256, kRowWarpItems = 4096, kRowBlockFrom = 8192;
+
 struct KernelShape {
   enum class Mode : uint8_t { Flat, Owned, Serial } mode = Mode::Flat;
   std::vector<int> parallel;  // Owned: the dims split over threads, outermost first
@@ -47,6 +50,7 @@ struct KernelShape {
   // Owned, not split, the inner dim reduced: row_group(items, rows' length) threads per item
   // (1: one thread, as above; 32: a warp; 256: the thread block), chosen per launch.
   bool rows = false;
+  int64_t rows_from = kRowsFrom;  // row_group's threshold (KILN_CUDA_ROWS_FROM)
   bool tree = false;    // Flat with reductions: per-thread partials combined on the device
   int block = 256;      // threads per block (KILN_BLOCK)
   int max_grid = 1024;  // blocks at most (grid-stride beyond)
@@ -75,7 +79,8 @@ struct Printed {
 // are its own, so the one-thread path keeps its occupancy).
 // kiln_math: the transcendental functions (pow too) from Kiln's own (codegen/math), the same
 // bits as the CPU's (the default); else (KILN_MATH=libmvec, precise math) the device's libm.
-Printed print(const kir::Kernel& k, Flavor flavor, bool kiln_math);
+// rows_from: row_group's threshold for this kernel (KernelShape::rows_from).
+Printed print(const kir::Kernel& k, Flavor flavor, bool kiln_math, int64_t rows_from = kRowsFrom);
 // A kernel's name in profiles (KILN_CUDA_PROFILE): its kernel IR's hash and work split, e.g.
 // "0x3f2a...ull flat-tree".
 std::string kernel_label(const kir::Kernel& k, const KernelShape& shape);
@@ -103,13 +108,13 @@ constexpr int64_t kSplitFrom = 256, kSplitRows = 64, kSplitThreads = 131072,
 int64_t split_segments(int64_t items, int64_t extent);
 
 // Threads per item of an owned kernel that reduces rows (KernelShape::rows) of `extent`
-// elements over `items` items: 1 for kRowsFrom elements or fewer (the interpreter's bits),
+// elements over `items` items: 1 for rows_from elements or fewer (kRowsFrom unless
+// KILN_CUDA_ROWS_FROM says otherwise; the interpreter's bits),
 // else a warp (32), or the thread block (256) where the items are fewer than kRowWarpItems and
 // the rows at least kRowBlockFrom long. Like split_segments, a function of the block's shape
 // only (printed into the kernel too). Lane j of a group takes the row's elements j, j + group,
 // ...; the lanes fold by the warp tree (and, for a block, over its warps) of the flat kernels.
-constexpr int64_t kRowsFrom = 256, kRowWarpItems = 4096, kRowBlockFrom = 8192;
-int row_group(int64_t items, int64_t extent);
+int row_group(int64_t items, int64_t extent, int64_t rows_from = kRowsFrom);
 
 // The bytes one block's launch moves (KILN_CUDA_PROFILE's bytes and GB/s): each memory leaf's
 // elements its strides reach (a broadcast dim once), each output's elements written (a

@@ -1092,7 +1092,7 @@ class GpuBackend final : public backend::Backend {
   std::shared_ptr<const backend::Kernel> compile(const kir::Kernel& k,
                                                  backend::KernelDumps* dumps) override {
     auto t0 = std::chrono::steady_clock::now();
-    Printed p = print(k, Flavor::Device, kiln_math());
+    Printed p = print(k, Flavor::Device, kiln_math(), flags().cuda_rows_from);
     if (dumps) dumps->printed = p.source;
     // Compiled here for device 0's architecture (so compile errors and times belong to the
     // plan build); other architectures at their first launch.

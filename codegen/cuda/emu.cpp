@@ -495,7 +495,7 @@ class EmuBackend final : public backend::Backend {
   std::shared_ptr<const backend::Kernel> compile(const kir::Kernel& k,
                                                  backend::KernelDumps* dumps) override {
     auto t0 = std::chrono::steady_clock::now();
-    Printed p = print(k, Flavor::Emu, kiln_math());
+    Printed p = print(k, Flavor::Emu, kiln_math(), flags().cuda_rows_from);
     if (dumps) dumps->printed = p.source;
     // The GPU build's check runs on another thread while the host compiler builds the emulated
     // one (two cores: the pair takes the longer's time, not the sum); its failure is thrown below.
@@ -555,7 +555,7 @@ class EmuBackend final : public backend::Backend {
     const std::string& arches = flags().cuda_check;
     if (arches.empty()) return;
     std::vector<int> list = parse_arches(arches);
-    Printed p = print(k, Flavor::Device, kiln_math());
+    Printed p = print(k, Flavor::Device, kiln_math(), flags().cuda_rows_from);
     uint64_t h = hash_bytes(0, p.source);
     {
       std::lock_guard<std::mutex> lock(checked_mu_);

@@ -220,6 +220,21 @@ TEST(Cuda, LongRowsRunAWarpOrABlockPerItem) {
   // reassociation bound of their values.
   for (size_t k = exact.size(); k < outs.size(); ++k)
     EXPECT_TRUE(kt::same(emu[k], ref[k], 1e-12, 1e-12)) << "output " << k;
+  // KILN_CUDA_ROWS_FROM moves the threshold: rows of 100 by a warp each (a GPU experiment's
+  // switch); the kernels' own shape carries it to their launches.
+  struct RowsFrom {
+    RowsFrom() { flags().cuda_rows_from = 64; }
+    ~RowsFrom() { flags().cuda_rows_from = 256; }
+  } rows_from;
+  EXPECT_EQ(cuda::row_group(10, 100, 64), 32);
+  Array s = kt::lazy(data, {40, 100});
+  std::vector<Array> short_rows = {(s * 3).sum({1}), (s * 3).argmax(1)};
+  emu = on(Device::CudaEmu, short_rows, &src);
+  ref = on(Device::Interp, short_rows);
+  EXPECT_NE(src.find("if (L <= 64) return 1;"), std::string::npos) << src.substr(0, 4000);
+  EXPECT_TRUE(kt::same(emu[0], ref[0], 1e-13, 1e-13));
+  EXPECT_TRUE(kt::same(emu[1], ref[1]));
+  EXPECT_EQ(emu[1].at_int(2), 17);
 }
 
 TEST(Cuda, TheProfileCountsTheBytesEachKernelMoves) {

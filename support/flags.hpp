@@ -38,10 +38,10 @@
 // | KILN_CUDA_CHECK=A | cuda_check   | cuda-emu also compiles each kernel's GPU source with NVRTC|
 // |                   |              | for these architectures ("80,90"); a failure is an error  |
 // | KILN_CUDA_CHECK_DIR=D | cuda_check_dir | ... and writes each such GPU source to D/<hash>.cu  |
+// |                   |              | (for `ptxas -v`: scripts/ptxas-report.sh)                 |
 // | KILN_CUDA_ROWS_FROM=N | cuda_rows_from | cuda, cuda-emu: rows over N elements are reduced |
 // |                   |              | by a warp or a block per item (default 256; at N or fewer, |
 // |                   |              | a thread per item: the interpreter's bits)                |
-// |                   |              | (for `ptxas -v`: scripts/ptxas-report.sh)                 |
 // | KILN_CUDA_LIB_DIR=D | cuda_lib_dir | directories (colon-separated) searched first for NVRTC,|
 // |                   |              | cuBLAS, cuSOLVER, cuRAND (codegen/cuda/nvrtc.hpp)         |
 // | KILN_CUDA_STRICT=1 | cuda_strict | a cuda plan whose GEMM or LAPACK call would run on the   |

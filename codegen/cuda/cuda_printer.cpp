@@ -1034,21 +1034,19 @@ extern "C" unsigned kiln_emu_launch(const kiln_i64* I, const double* F, void* co
   delete[] lanes;
   delete[] parts;
 )";
-    else if (shape_.rows)
-      s_ += R"(  const int gs = kiln_rows_group(I);
+    else {
+      if (shape_.rows)  // long rows: a group per item (kiln_rows_kernel on a GPU)
+        s_ += R"(  const int gs = kiln_rows_group(I);
   if (gs > 1) {
     kiln_rows(I, F, P, gs, &status);
-  } else {
-    kiln_acc a;
-    kiln_acc_init(a);
-    for (kiln_i64 t = 0; t < T; ++t) kiln_thread(I, F, P, t, T, a, &status);
+    return status;
   }
 )";
-    else
       s_ += R"(  kiln_acc a;
   kiln_acc_init(a);
   for (kiln_i64 t = 0; t < T; ++t) kiln_thread(I, F, P, t, T, a, &status);
 )";
+    }
     s_ += "  return status;\n}\n";
   }
 

@@ -223,8 +223,9 @@ TEST(Cuda, LongRowsRunAWarpOrABlockPerItem) {
   // KILN_CUDA_ROWS_FROM moves the threshold: rows of 100 by a warp each (a GPU experiment's
   // switch); the kernels' own shape carries it to their launches.
   struct RowsFrom {
+    int64_t before = flags().cuda_rows_from;
     RowsFrom() { flags().cuda_rows_from = 64; }
-    ~RowsFrom() { flags().cuda_rows_from = 256; }
+    ~RowsFrom() { flags().cuda_rows_from = before; }
   } rows_from;
   EXPECT_EQ(cuda::row_group(10, 100, 64), 32);
   Array s = kt::lazy(data, {40, 100});

@@ -30,6 +30,10 @@ constexpr int64_t kStrip = 1024;
 // kRowTileElements elements (16 KiB of float64 per leaf, so a tile stays in L1 between reads).
 constexpr int64_t kRowTile = 16;
 constexpr int64_t kRowTileElements = 2048;
+// Software prefetch in row_tiled_loop: the rows this many bytes ahead (rounded up to whole rows),
+// of rows up to kPrefetchRowBytes long (longer rows stream through the hardware prefetcher).
+constexpr int64_t kPrefetchAheadBytes = 3072;
+constexpr int64_t kPrefetchRowBytes = 4096;
 
 class Printer {
  public:
@@ -275,6 +279,7 @@ class Printer {
       if (k_.has_row_stage())
         simple_loop("rowstage", m, {}, [&](Value* i) {
           idx_[d] = b_.CreateAdd(i0, i);
+          prefetch_ahead(d);
           row_stage_ = true;
           inner_loop(in);
           row_stage_ = false;
@@ -305,6 +310,7 @@ class Printer {
                   {{"llvm.loop.interleave.count", 1}});  // a tile is a few vectors
       simple_loop("rowrest", m, {}, [&](Value* i) {
         idx_[d] = b_.CreateAdd(i0, i);
+        if (!k_.has_row_stage()) prefetch_ahead(d);
         for (auto& [v, buf] : hoist_bufs_) {
           DType t = k_.values[v].type;
           vals_[v] = from_mem(b_.CreateLoad(mem_type(t), b_.CreateGEP(mem_type(t), buf, i)), t);
@@ -312,6 +318,50 @@ class Printer {
         inner_loop(in);
       });
     });
+  }
+
+  // At the start of row idx_[d] of a tile's first loop over the rows: prefetches of row
+  // idx_[d] + ahead of each memory leaf whose rows are contiguous and move with d. Between the
+  // tile's two reads of its rows (and the row values' math) no loads reach memory, so the
+  // hardware prefetcher alone leaves each tile's first row waiting on it: logistic
+  // gradient_descent's pass over 1e6 x 100 float64 took 92 ms per thread without, 78 with
+  // (Xeon AMX, a 2-vCPU VM; 4 rows ahead measured best, 16 worse). A prefetch is a hint that
+  // never faults, so rows past the block's end cost nothing but the instruction.
+  void prefetch_ahead(int d) {
+    const int in = d + 1;
+    for (size_t l = 0; l < k_.leaves.size(); ++l) {
+      const kir::Leaf& lf = k_.leaves[l];
+      if (lf.kind != kir::LeafKind::Memory || lf.inner_stride != 1) continue;
+      const int64_t size = static_cast<int64_t>(dtype_size(lf.dtype));
+      Value* row_bytes = b_.CreateMul(ext_[in], b_.getInt64(size));
+      Value* wanted =
+          b_.CreateAnd(b_.CreateICmpNE(maps_[l].strides[d], b_.getInt64(0)),
+                       b_.CreateAnd(b_.CreateICmpSGT(row_bytes, b_.getInt64(0)),
+                                    b_.CreateICmpSLE(row_bytes, b_.getInt64(kPrefetchRowBytes))));
+      auto* yes = llvm::BasicBlock::Create(ctx_, "prefetch", fn_);
+      auto* done = llvm::BasicBlock::Create(ctx_, "prefetch.done", fn_);
+      b_.CreateCondBr(wanted, yes, done);
+      b_.SetInsertPoint(yes);
+      Value* ahead =
+          b_.CreateSDiv(b_.CreateAdd(row_bytes, b_.getInt64(kPrefetchAheadBytes - 1)), row_bytes);
+      Value* saved_row = idx_[d];
+      Value* saved_col = idx_[in];
+      idx_[d] = b_.CreateAdd(saved_row, ahead);
+      idx_[in] = b_.getInt64(0);
+      // Not inbounds: the row ahead may lie past the buffer (never dereferenced).
+      Value* start = b_.CreateGEP(mem_type(lf.dtype), ptrs_[l], address(maps_[l]));
+      idx_[d] = saved_row;
+      idx_[in] = saved_col;
+      Value* lines = b_.CreateUDiv(b_.CreateAdd(row_bytes, b_.getInt64(63)), b_.getInt64(64));
+      simple_loop("prefetch.line", lines, {}, [&](Value* j) {
+        Value* at = b_.CreateGEP(b_.getInt8Ty(), start, b_.CreateMul(j, b_.getInt64(64)));
+        // llvm.prefetch(address, read, locality 3 (keep in all levels), data)
+        b_.CreateIntrinsic(llvm::Intrinsic::prefetch, {at->getType()},
+                           {at, b_.getInt32(0), b_.getInt32(3), b_.getInt32(1)});
+      });
+      b_.CreateBr(done);
+      b_.SetInsertPoint(done);
+    }
   }
 
   // Row output o's result for VOp::Row after its row stage: the value its partial holds, the

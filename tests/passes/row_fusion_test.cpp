@@ -1,6 +1,10 @@
 // Row fusion (fuse's merge_rows, the kernels' row stage): a reduction along rows joins the kernel
 // that reads it back along those rows. Results against NumPy with row fusion on and off, the
 // kernel counts that show the merge, and the cases that must stay apart.
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cstring>
 #include <sstream>
 
 #include "oracle.hpp"
@@ -107,6 +111,36 @@ TEST(RowFusion, GradientOfALogisticLossReadsXOnce) {
       EXPECT_EQ(r.kernels, rows && !gpu() ? 1 : 2) << r.ir;
       EXPECT_EQ(r.ir.find("row->") != std::string::npos, rows && !gpu()) << r.ir;
     }
+  }
+}
+
+// A row-fused kernel prefetches the rows a few KiB ahead of the one it reads (llvm_printer.cpp,
+// prefetch_ahead): at a block's end those lie past its buffer. X here ends at a page that may not
+// be touched at all, so a prefetch that were a load would crash; the results stay NumPy's.
+TEST(RowFusion, PrefetchesPastTheLastRowTouchNothing) {
+  for (DType t : {DType::Float64, DType::Float32}) {
+    NDArray x = kt::random_array(t, {1003, 17}, 707);
+    NDArray b = kt::random_array(t, {17}, 708, -0.5, 0.5);
+    const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+    const size_t span = (x.nbytes() + page - 1) / page * page;
+    void* map =
+        mmap(nullptr, span + page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    ASSERT_NE(map, MAP_FAILED);
+    char* guard = static_cast<char*>(map) + span;
+    ASSERT_EQ(mprotect(guard, page, PROT_NONE), 0);
+    void* at = guard - x.nbytes();
+    std::memcpy(at, x.data(), x.nbytes());
+    auto want = kt::numpy({{"x", x}, {"b", b}}, {"x.T @ (x @ b - 1)", "x @ b"});
+    for (Shape chunks : {Shape{1003, 17}, Shape{250, 17}}) {
+      Array X = from_buffer(at, t, {1003, 17}, chunks);
+      Array eta = matmul(X, kt::lazy(b));
+      Outcome r = run({matmul(X.T(), eta - 1.0), eta}, true);
+      const double tol = t == DType::Float32 ? 1e-4 : 1e-12;
+      EXPECT_TRUE(kt::same(r.out[0], want[0], tol, tol)) << shape_str(chunks) << r.ir;
+      EXPECT_TRUE(kt::same(r.out[1], want[1], tol, tol)) << shape_str(chunks);
+      EXPECT_EQ(r.ir.find("row->") != std::string::npos, !gpu()) << r.ir;
+    }
+    munmap(map, span + page);
   }
 }
 

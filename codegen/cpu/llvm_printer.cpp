@@ -34,7 +34,7 @@ constexpr int64_t kRowTileElements = 2048;
 // of rows up to kPrefetchRowBytes long (longer rows stream through the hardware prefetcher).
 constexpr int64_t kPrefetchAheadBytes = 3072;
 constexpr int64_t kPrefetchRowBytes = 4096;
-// Rows of a tile's rest whose bodies share one innermost loop (row_tiled_loop, jammed_rest).
+// Rows of a tile's rest whose bodies share one innermost loop (row_tiled_loop, jam_rest).
 constexpr int64_t kRowJam = 4;
 
 class Printer {
@@ -316,10 +316,11 @@ class Printer {
                     }
                   },
                   {{"llvm.loop.interleave.count", 1}});  // a tile is a few vectors
-      Value* jammed = b_.getInt64(0);
+      Value* jammed = b_.getInt64(0);                    // the tile's rows the jammed loop runs
       if (jam_rest()) {
-        jammed = b_.CreateMul(b_.CreateUDiv(m, b_.getInt64(kRowJam)), b_.getInt64(kRowJam));
-        simple_loop("rowjam", b_.CreateUDiv(m, b_.getInt64(kRowJam)), {}, [&](Value* g) {
+        Value* groups = b_.CreateUDiv(m, b_.getInt64(kRowJam));
+        jammed = b_.CreateMul(groups, b_.getInt64(kRowJam));
+        simple_loop("rowjam", groups, {}, [&](Value* g) {
           jam_dim_ = d;
           for (int64_t u = 0; u < kRowJam; ++u) {
             Value* i = b_.CreateAdd(b_.CreateMul(g, b_.getInt64(kRowJam)), b_.getInt64(u));

@@ -322,17 +322,12 @@ class Printer {
         jammed = b_.CreateMul(groups, b_.getInt64(kRowJam));
         simple_loop("rowjam", groups, {}, [&](Value* g) {
           jam_dim_ = d;
+          Value* first = b_.CreateMul(g, b_.getInt64(kRowJam));
           for (int64_t u = 0; u < kRowJam; ++u) {
-            Value* i = b_.CreateAdd(b_.CreateMul(g, b_.getInt64(kRowJam)), b_.getInt64(u));
-            JamRow row{b_.CreateAdd(i0, i), {}};
-            idx_[d] = row.index;
+            Value* i = b_.CreateAdd(first, b_.getInt64(u));
+            idx_[d] = b_.CreateAdd(i0, i);
             if (!k_.has_row_stage()) prefetch_ahead(d);
-            for (auto& [v, buf] : hoist_bufs_) {
-              DType t = k_.values[v].type;
-              row.hoisted.push_back(
-                  from_mem(b_.CreateLoad(mem_type(t), b_.CreateGEP(mem_type(t), buf, i)), t));
-            }
-            jam_.push_back(std::move(row));
+            jam_.push_back({idx_[d], hoisted_of_row(i)});
           }
           inner_loop(in);
           jam_.clear();
@@ -342,13 +337,21 @@ class Printer {
         Value* i = b_.CreateAdd(jammed, r);
         idx_[d] = b_.CreateAdd(i0, i);
         if (!k_.has_row_stage()) prefetch_ahead(d);
-        for (auto& [v, buf] : hoist_bufs_) {
-          DType t = k_.values[v].type;
-          vals_[v] = from_mem(b_.CreateLoad(mem_type(t), b_.CreateGEP(mem_type(t), buf, i)), t);
-        }
+        std::vector<Value*> hoisted = hoisted_of_row(i);
+        for (size_t k = 0; k < hoist_bufs_.size(); ++k) vals_[hoist_bufs_[k].first] = hoisted[k];
         inner_loop(in);
       });
     });
+  }
+
+  // The hoisted values the rest reads, of the tile's row i (from hoist_bufs_, in their order).
+  std::vector<Value*> hoisted_of_row(Value* i) {
+    std::vector<Value*> out;
+    for (auto& [v, buf] : hoist_bufs_) {
+      DType t = k_.values[v].type;
+      out.push_back(from_mem(b_.CreateLoad(mem_type(t), b_.CreateGEP(mem_type(t), buf, i)), t));
+    }
+    return out;
   }
 
   // Whether a tile's rest runs kRowJam rows in one innermost loop (unroll and jam): each
@@ -991,30 +994,35 @@ class Printer {
   // its index does not move there (a broadcast along the inner dim), instead of reloading it,
   // and everything computed from it, after every store; and lets a jammed rest's rows fold into
   // each of several column sums through registers (row_tiled_loop).
-  // Scope 2o: output o's values; 2o + 1: its indices.
+  // Per output o, slot 2o for its values and 2o + 1 for its indices: the scope its accesses are
+  // in and the list of every other output scope, which they are noalias with; all_outputs_ lists
+  // them all (a leaf's loads are noalias with every one).
   void make_output_scopes() {
     llvm::MDBuilder mdb(ctx_);
     auto* domain = mdb.createAnonymousAliasScopeDomain("kiln.kernel");
-    for (size_t o = 0; o < 2 * k_.outputs.size(); ++o)
-      output_scopes_.push_back(mdb.createAnonymousAliasScope(
-          domain, "output" + std::to_string(o / 2) + (o % 2 ? ".index" : "")));
+    std::vector<llvm::Metadata*> scopes;
+    for (size_t k = 0; k < 2 * k_.outputs.size(); ++k)
+      scopes.push_back(mdb.createAnonymousAliasScope(
+          domain, "output" + std::to_string(k / 2) + (k % 2 ? ".index" : "")));
+    for (size_t k = 0; k < scopes.size(); ++k) {
+      std::vector<llvm::Metadata*> others = scopes;
+      others.erase(others.begin() + static_cast<std::ptrdiff_t>(k));
+      own_scope_.push_back(llvm::MDNode::get(ctx_, {scopes[k]}));
+      other_scopes_.push_back(llvm::MDNode::get(ctx_, others));
+    }
+    all_outputs_ = llvm::MDNode::get(ctx_, scopes);
   }
   template <class I>
   I* in_outputs(I* inst, size_t o, bool index = false) {
-    if (output_scopes_.empty()) make_output_scopes();
-    const size_t own = 2 * o + (index ? 1 : 0);
-    std::vector<llvm::Metadata*> others;
-    for (size_t k = 0; k < output_scopes_.size(); ++k)
-      if (k != own) others.push_back(output_scopes_[k]);
-    inst->setMetadata(llvm::LLVMContext::MD_alias_scope,
-                      llvm::MDNode::get(ctx_, {output_scopes_[own]}));
-    inst->setMetadata(llvm::LLVMContext::MD_noalias, llvm::MDNode::get(ctx_, others));
+    if (!all_outputs_) make_output_scopes();
+    const size_t k = 2 * o + (index ? 1 : 0);
+    inst->setMetadata(llvm::LLVMContext::MD_alias_scope, own_scope_[k]);
+    inst->setMetadata(llvm::LLVMContext::MD_noalias, other_scopes_[k]);
     return inst;
   }
   llvm::LoadInst* not_in_outputs(llvm::LoadInst* load) {
-    if (output_scopes_.empty()) make_output_scopes();
-    std::vector<llvm::Metadata*> all(output_scopes_.begin(), output_scopes_.end());
-    load->setMetadata(llvm::LLVMContext::MD_noalias, llvm::MDNode::get(ctx_, all));
+    if (!all_outputs_) make_output_scopes();
+    load->setMetadata(llvm::LLVMContext::MD_noalias, all_outputs_);
     return load;
   }
 
@@ -1541,7 +1549,8 @@ class Printer {
   std::vector<JamRow> jam_;
   int jam_dim_ = 0;
   Value* zig_x_ = nullptr;
-  std::vector<llvm::MDNode*> output_scopes_;  // make_output_scopes
+  std::vector<llvm::MDNode*> own_scope_, other_scopes_;  // make_output_scopes
+  llvm::MDNode* all_outputs_ = nullptr;
 };
 
 }  // namespace

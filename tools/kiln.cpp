@@ -392,9 +392,12 @@ void cmd_run(const std::string& name, const kiln::cli::RunOptions& given) {
 }
 
 // The seed workloads fused and unfused, then each one's fused graph. `quick`: every workload's
-// default size and chunk divided by kQuickDivisor (the same blocks), for smoke tests.
+// default size and chunk divided by kQuickDivisor (the same blocks), for smoke tests. Each row is
+// flushed when its workload ends: a pipe or a file shows the table as it grows, and an output that
+// cannot be written (a full disk, a closed pipe) stops the run at its first row, not at the end.
 void cmd_seeds(int repeat, bool quick) {
   std::printf("%-14s %7s %6s %-6s %12s\n", "workload", "N", "C", "fused", "result");
+  flush_stdout();
   const int64_t scale = quick ? kiln::workloads::kQuickDivisor : 1;
   for (const auto& w : kiln::workloads::all()) {
     for (bool no_fuse : {false, true}) {
@@ -405,6 +408,7 @@ void cmd_seeds(int repeat, bool quick) {
       o.chunk = w.chunk / scale;
       if (no_fuse) o.size /= 2;  // unfused materializes every intermediate
       print_row(w, o, run_workload(w, o, nullptr));
+      flush_stdout();
     }
   }
   std::printf("\nfused-graph summary of each workload:\n");
@@ -419,7 +423,7 @@ void cmd_seeds(int repeat, bool quick) {
     s = s.substr(0, s.find("; IR as built"));  // a solver's first compute only
     std::printf("%s (N=2000, C=1000%s):\n%s", w.name.c_str(), w.solve ? ", its first compute" : "",
                 s.c_str());
-    check_stdout();
+    flush_stdout();
   }
 }
 

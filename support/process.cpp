@@ -15,7 +15,7 @@ extern char** environ;
 
 namespace kiln::process {
 
-Result run(const std::vector<std::string>& argv, std::string_view what) {
+Result run(const std::vector<std::string>& argv, std::string_view what, const std::string& cwd) {
   if (argv.empty() || argv[0].empty())
     throw Error(std::string(what) + ": no program to run (an empty command)");
   auto fail = [&](int e) -> Result {
@@ -28,6 +28,7 @@ Result run(const std::vector<std::string>& argv, std::string_view what) {
   posix_spawn_file_actions_adddup2(&actions, pipefd[1], 1);
   posix_spawn_file_actions_adddup2(&actions, pipefd[1], 2);
   posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+  if (!cwd.empty()) posix_spawn_file_actions_addchdir_np(&actions, cwd.c_str());
   std::vector<char*> args;
   for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);

@@ -12,9 +12,11 @@ struct Result {
   std::string output;  // its standard output and standard error, interleaved
 };
 
-// Runs argv[0] (looked up in PATH when it has no '/') with argv and waits for it. Throws
+// Runs argv[0] (looked up in PATH when it has no '/') with argv and waits for it, in the directory
+// `cwd` when it is not empty (relative paths in argv are then relative to it). Throws
 // Error("<what>: cannot run '<argv[0]>': <reason>") when it cannot be started.
-Result run(const std::vector<std::string>& argv, std::string_view what);
+Result run(const std::vector<std::string>& argv, std::string_view what,
+           const std::string& cwd = {});
 
 // A command line split at blanks into an argument vector ("ccache c++" -> {"ccache", "c++"});
 // no quoting, no expansion.

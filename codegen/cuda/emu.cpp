@@ -596,7 +596,7 @@ class EmuBackend final : public backend::Backend {
       }
       cache::reject(entry, "it does not load: " + why);
     }
-    std::string so = compile(source, cxx);
+    std::string so = compile(source, cxx, "k" + key.hex());
     cache::store(entry, cache::Kind::EmuLibrary, key, so);
     std::string why;
     void* fn = load(so, symbol, &why);
@@ -605,33 +605,51 @@ class EmuBackend final : public backend::Backend {
   }
 
   // The shared object the host compiler makes of a source: run with an argument vector, never
-  // through a shell (KILN_EMU_CXX is split at blanks: "ccache c++" works).
-  std::string compile(const std::string& source, const std::string& cxx) {
-    std::string base = work_.path() + "/k" + std::to_string(counter_++);
-    std::string src = base + ".cpp", so = base + ".so";
-    files::write(src, source, "cuda-emu: cannot write");
-    std::vector<std::string> argv = process::split_words(cxx);
-    if (argv.empty()) throw Error("cuda-emu: KILN_EMU_CXX is empty; set it to a C++ compiler");
-    for (const char* a : {"-std=c++17", "-O1", "-fPIC", "-shared", "-w", "-ffp-contract=off",
+  // through a shell (KILN_EMU_CXX is split at blanks: "ccache c++" works). The compiler runs in
+  // the private directory on files named after the source's key (`name`), so that its command
+  // line is the same for the same kernel in every process: under ccache (which caches
+  // compilations, not links) the object is compiled (-c) and linked in two runs, and a kernel that
+  // any run on this machine compiled before is a cache hit; a plain compiler makes the shared
+  // object in one run.
+  std::string compile(const std::string& source, const std::string& cxx, const std::string& name) {
+    const std::string dir = work_.path(), src = name + ".cpp", obj = name + ".o", so = name + ".so";
+    files::write(dir + "/" + src, source, "cuda-emu: cannot write");
+    const std::vector<std::string> words = process::split_words(cxx);
+    if (words.empty()) throw Error("cuda-emu: KILN_EMU_CXX is empty; set it to a C++ compiler");
+    const bool two_runs = std::filesystem::path(words[0]).filename() == "ccache";
+    std::vector<std::string> argv = words;
+    for (const char* a : {"-std=c++17", "-O1", "-fPIC", "-w", "-ffp-contract=off",
                           "-fno-strict-aliasing", "-x", "c++"})
       argv.push_back(a);
-    argv.insert(argv.end(), {src, "-o", so});
-    process::Result r = process::run(argv, "cuda-emu (the host compiler, KILN_EMU_CXX)");
+    if (two_runs)
+      argv.insert(argv.end(), {"-c", src, "-o", obj});
+    else
+      argv.insert(argv.end(), {"-shared", src, "-o", so});
+    const char* what = "cuda-emu (the host compiler, KILN_EMU_CXX)";
+    process::Result r = process::run(argv, what, dir);
+    if (r.exit_code == 0 && two_runs) {
+      argv = words;
+      argv.insert(argv.end(), {"-shared", obj, "-o", so});
+      r = process::run(argv, what, dir);
+    }
     std::error_code ec;
+    std::filesystem::remove(dir + "/" + obj, ec);
     if (r.exit_code != 0) {
-      std::filesystem::remove(so, ec);
+      std::filesystem::remove(dir + "/" + so, ec);
       std::string kept = std::filesystem::temp_directory_path().string() + "/kiln-emu-failed-" +
                          std::to_string(getpid()) + "-" + std::to_string(counter_++) + ".cpp";
-      std::filesystem::rename(src, kept, ec);
+      std::filesystem::rename(dir + "/" + src, kept, ec);
       std::string cmd;
       for (const auto& a : argv) cmd += (cmd.empty() ? "" : " ") + a;
       throw InternalError("cuda-emu: the host compiler rejects a printed kernel (" + cmd +
-                          ", exit " + std::to_string(r.exit_code) + "):\n" + r.output +
-                          "\n--- source: " + (ec ? std::string("not kept") : kept) + " ---");
+                          ", exit " + std::to_string(r.exit_code) + ", in " + dir + "):\n" +
+                          r.output + "\n--- source: " + (ec ? std::string("not kept") : kept) +
+                          " ---");
     }
-    std::filesystem::remove(src, ec);
-    std::string bytes = files::read_regular(so, cache::kMaxEntryBytes, "cuda-emu: compiled kernel");
-    std::filesystem::remove(so, ec);
+    std::filesystem::remove(dir + "/" + src, ec);
+    std::string bytes =
+        files::read_regular(dir + "/" + so, cache::kMaxEntryBytes, "cuda-emu: compiled kernel");
+    std::filesystem::remove(dir + "/" + so, ec);
     return bytes;
   }
 

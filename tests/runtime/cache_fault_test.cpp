@@ -10,6 +10,8 @@
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <regex>
+#include <sstream>
 
 #include "codegen/cuda/nvrtc.hpp"
 #include "oracle.hpp"
@@ -358,4 +360,43 @@ TEST(CacheFaults, AMissingHostCompilerIsACleanError) {
             std::string::npos)
       << out;
   EXPECT_EQ(out.find("internal error"), std::string::npos) << out;
+}
+
+TEST(CacheFaults, UnderCcacheEachKernelIsCompiledThenLinkedByTheSameCommandInEveryProcess) {
+  // A stand-in for ccache named ccache (the name cuda-emu checks) that logs each command line and
+  // runs it. Two processes without a disk cache compile the same kernels: the command lines must
+  // be equal (what lets ccache hit), a compile (-c) then a link (-shared) per kernel, on files
+  // named after the kernel's key in the private directory the compiler runs in.
+  std::string dir = fresh_dir("emu-ccache"), log = dir + "/log";
+  spit(dir + "/ccache", "#!/bin/sh\necho \"$*\" >> " + sh_quote(log) + "\nexec \"$@\"\n");
+  fs::permissions(dir + "/ccache", fs::perms::owner_all);
+  const double expected = uncached_result("cuda-emu");
+  std::vector<std::vector<std::string>> runs;
+  for (int run = 0; run < 2; ++run) {
+    fs::remove(log);
+    int rc = 0;
+    nlohmann::json j = run_json(
+        device_env("cuda-emu") + " KILN_CACHE_DIR= KILN_EMU_CXX=" + sh_quote(dir + "/ccache c++"),
+        kWorkload, &rc);
+    ASSERT_EQ(rc, 0) << run;
+    EXPECT_EQ(j["result"].get<double>(), expected) << run;
+    std::vector<std::string> lines;
+    std::istringstream in(slurp(log));
+    for (std::string line; std::getline(in, line);) lines.push_back(line);
+    std::sort(lines.begin(), lines.end());
+    runs.push_back(lines);
+  }
+  ASSERT_FALSE(runs[0].empty());
+  EXPECT_EQ(runs[0], runs[1]);
+  size_t compiles = 0, links = 0;
+  const std::regex compile(R"(^c\+\+ .* -x c\+\+ -c (k[0-9a-f]{32})\.cpp -o \1\.o$)");
+  const std::regex link(R"(^c\+\+ -shared (k[0-9a-f]{32})\.o -o \1\.so$)");
+  for (const std::string& line : runs[0]) {
+    compiles += std::regex_match(line, compile);
+    links += std::regex_match(line, link);
+  }
+  EXPECT_GE(compiles, 1u);
+  EXPECT_EQ(compiles, links);
+  EXPECT_EQ(compiles + links, runs[0].size());
+  fs::remove_all(dir);
 }

@@ -1,19 +1,24 @@
 // Kiln's Gram kernel (codegen/gram.hpp).
 //
-// c[j][i] = sum_r a[r][i] a[r][j] for i >= j, as BLIS-style register tiles over a packed panel:
-// - A goes in panels of about 256 KiB of rows, each copied into slabs of W columns (W = 8
-//   doubles, one zmm, on AVX-512; 4, one ymm, on AVX2), so every stream a tile reads is
-//   contiguous and stays in L2.
-// - A tile holds rows j0 .. j0 + W - 1 of c (the broadcasts, from slab j0 / W) and up to three
-//   vectors of columns (from the next slabs): by symmetry c[j][i] = c[i][j], so a row of A gives
-//   both. Per row of A: V vector loads, W broadcasts, V W FMAs (AVX-512: 24 zmm accumulators;
-//   AVX2: 12 ymm). The tile loop alone runs at the FMA units' peak (58 GFLOP/s on one Zen 4
-//   core, measured).
-// - The tiles cover the upper triangle only: slabs i >= j. For n = 100, 94% (AVX-512) and 97%
-//   (AVX2) of the products computed are needed; the rest are the lower halves of the diagonal
-//   blocks. A last slab of 4 columns or fewer runs as a ymm on AVX-512 (tile512's HALF).
-// Measured on Zen 4 (bench/RESULTS.md, issue 12, session 12): 47 GFLOP/s at n = 100 on blocks
-// of 5242 rows, 1.45x OpenBLAS 0.3.21's dsyrk; 1.3-2.6x for n from 3 to 37; even at n = 256.
+// c[j][i] = sum_r a[r][i] a[r][j] for i >= j, as BLIS-style register tiles:
+// - A goes in panels of about 256 KiB of rows, which stay in L2 while every tile of the triangle
+//   reads them. A tile holds rows j0 .. j0 + W - 1 of c (the broadcasts: A's columns j0 ..) and
+//   up to three vectors of W columns (i0 ..; W = 8 doubles, one zmm, on AVX-512; 4, one ymm, on
+//   AVX2): by symmetry c[j][i] = c[i][j], so a row of A gives both. Per row of A: V vector loads,
+//   W broadcasts, V W FMAs (AVX-512: 24 zmm accumulators; AVX2: 12 ymm).
+// - AVX-512 tiles read A's rows in place; a vector that runs past column n - 1 is a masked load
+//   (no lane past a row's end is read, so the last row may end a mapping). AVX2 tiles read a copy
+//   of the panel in slabs of 4 columns (zeros past n), each column block's rows one after another,
+//   so that their narrower loads stream whole cache lines. On an Intel Xeon with AMX (one core,
+//   5242-row blocks, GFLOP/s): AVX-512 in place 55-61 at n = 100, 57-58 at n = 37, 25-26 at
+//   n = 10, 69-71 at n = 256, against 51-57, 32-34, 10-11 and 70-74 with the copy (a pass over A
+//   from L3 or memory: a quarter of the time at n = 100); AVX2 with the copy 47 at n = 100 and 43
+//   at n = 256, in place 30 and 28.
+// - The tiles cover the upper triangle only: column blocks i0 >= j0. For n = 100, 94% (AVX-512)
+//   and 97% (AVX2) of the products computed are needed; the rest are the lower halves of the
+//   diagonal blocks. A last block of 4 columns or fewer runs as a ymm on AVX-512 (tile512's HALF).
+// Measured on Zen 4 with the copy for both (bench/RESULTS.md, issue 12, session 12): 47 GFLOP/s at
+// n = 100 on blocks of 5242 rows, 1.45x OpenBLAS 0.3.21's dsyrk.
 #include "codegen/gram.hpp"
 
 #include <immintrin.h>
@@ -28,29 +33,16 @@
 namespace kiln::library {
 namespace {
 
-// Rows of A per panel: about 256 KiB of A (half of Zen 3's L2; at n = 100 on Zen 4, 128-384 KiB
-// measured within 2%).
-int64_t panel_rows(int64_t n) { return std::clamp<int64_t>(262144 / (8 * n), 16, 4096); }
+// Rows per panel: about 256 KiB of A (half of Zen 3's L2; at n = 100 on Zen 4, 128-384 KiB
+// measured within 2%), rows of `width` doubles.
+int64_t panel_rows(int64_t width) { return std::clamp<int64_t>(262144 / (8 * width), 16, 4096); }
 
 __attribute__((target("avx2,fma"))) __m256i lanes256(int64_t k) {  // lanes 0 .. k-1 set
   return _mm256_set_epi64x(k > 3 ? -1 : 0, k > 2 ? -1 : 0, k > 1 ? -1 : 0, k > 0 ? -1 : 0);
 }
 
-// A panel of `rows` rows of A in slabs of W columns: slab s holds columns s W .. s W + W - 1 of
-// each row, W doubles per row (zeros past n), rows one after another.
-__attribute__((target("avx512f"))) void pack512(int64_t n, int64_t rows, const double* a,
-                                                int64_t lda, double* out) {
-  const int64_t full = n / 8, left = n % 8;
-  const __mmask8 m = __mmask8((1u << left) - 1);
-  for (int64_t r = 0; r < rows; ++r) {
-    const double* src = a + r * lda;
-    double* dst = out + r * 8;
-    for (int64_t s = 0; s < full; ++s)
-      _mm512_storeu_pd(dst + s * rows * 8, _mm512_loadu_pd(src + s * 8));
-    if (left) _mm512_storeu_pd(dst + full * rows * 8, _mm512_maskz_loadu_pd(m, src + full * 8));
-  }
-}
-
+// A panel of `rows` rows of A in slabs of 4 columns (AVX2): slab s holds columns 4 s .. 4 s + 3 of
+// each row (zeros past n), rows one after another.
 __attribute__((target("avx2,fma"))) void pack256(int64_t n, int64_t rows, const double* a,
                                                  int64_t lda, double* out) {
   const int64_t full = n / 4, left = n % 4;
@@ -64,11 +56,14 @@ __attribute__((target("avx2,fma"))) void pack256(int64_t n, int64_t rows, const 
   }
 }
 
-// One register tile: rows j0 .. j0 + NR - 1 of c (j0 = sj W, the broadcasts from slab sj), columns
-// si W .. si W + V W - 1 (V vectors from slabs si ..), masked at n.
+// One register tile: rows j0 .. j0 + NR - 1 of c (j0 = sj W, the broadcasts from column block
+// sj), columns si W .. si W + V W - 1 (V vectors from column blocks si ..), masked at n. Column
+// block s of the panel's row r starts at base + s * block + r * row: in place, block = W and
+// row = lda; in slabs, block = rows * W and row = W.
 struct TileArgs {
-  const double* pack;  // the packed panel
-  int64_t rows;        // its rows; a slab is rows * W doubles
+  const double* base;
+  int64_t block, row;
+  int64_t rows;  // the panel's rows
   int64_t n, si, sj;
   double* c;
   int64_t ldc;
@@ -76,7 +71,7 @@ struct TileArgs {
 };
 
 // ---- AVX-512 -----------------------------------------------------------------------------------
-// HALF: the last vector's slab has 4 columns or fewer, so it runs as a ymm (two ymm FMAs per cycle
+// HALF: the last vector has 4 columns or fewer, so it runs as a ymm (two ymm FMAs per cycle
 // against one zmm: for n = 100 that is 4 of the 104 columns computed in vain instead of 8 of 108).
 template <int V, int NR, bool HALF>
 __attribute__((target("avx512f,fma"))) void tile512(const TileArgs& t) {
@@ -98,15 +93,16 @@ __attribute__((target("avx512f,fma"))) void tile512(const TileArgs& t) {
       acc[j][v] = t.load ? _mm512_maskz_loadu_pd(m[v], cr + v * W) : _mm512_setzero_pd();
     if (HALF) half[j] = t.load ? _mm256_maskload_pd(cr + Z * W, mh) : _mm256_setzero_pd();
   }
-  const int64_t slab = t.rows * W;
-  const double* x = t.pack + t.si * slab;
-  const double* b = t.pack + t.sj * slab;
-  for (int64_t r = 0; r < t.rows; ++r, x += W, b += W) {
+  const double* x = t.base + t.si * t.block;
+  const double* b = t.base + t.sj * t.block;
+  for (int64_t r = 0; r < t.rows; ++r, x += t.row, b += t.row) {
     __m512d xv[V];
     __m256d xh;
 #pragma GCC unroll 4
-    for (int v = 0; v < Z; ++v) xv[v] = _mm512_loadu_pd(x + v * slab);
-    if (HALF) xh = _mm256_loadu_pd(x + Z * slab);
+    for (int v = 0; v < Z; ++v)  // only the last vector may run past column n - 1
+      xv[v] = HALF || v + 1 < V ? _mm512_loadu_pd(x + v * t.block)
+                                : _mm512_maskz_loadu_pd(m[v], x + v * t.block);
+    if (HALF) xh = _mm256_maskload_pd(x + Z * t.block, mh);
 #pragma GCC unroll 16
     for (int j = 0; j < NR; ++j) {
       const __m512d bj = _mm512_set1_pd(b[j]);
@@ -138,13 +134,12 @@ __attribute__((target("avx2,fma"))) void tile256(const TileArgs& t) {
     for (int v = 0; v < V; ++v)
       acc[j][v] = t.load ? _mm256_maskload_pd(t.c + (j0 + j) * t.ldc + i0 + v * W, m[v])
                          : _mm256_setzero_pd();
-  const int64_t slab = t.rows * W;
-  const double* x = t.pack + t.si * slab;
-  const double* b = t.pack + t.sj * slab;
+  const double* x = t.base + t.si * t.block;  // slabs (t.row == W): zeros past n
+  const double* b = t.base + t.sj * t.block;
   for (int64_t r = 0; r < t.rows; ++r, x += W, b += W) {
     __m256d xv[V];
 #pragma GCC unroll 4
-    for (int v = 0; v < V; ++v) xv[v] = _mm256_loadu_pd(x + v * slab);
+    for (int v = 0; v < V; ++v) xv[v] = _mm256_loadu_pd(x + v * t.block);
 #pragma GCC unroll 16
     for (int j = 0; j < NR; ++j) {
       const __m256d bj = _mm256_broadcast_sd(b + j);
@@ -178,21 +173,25 @@ struct T256 {  // a half vector would be an xmm: no gain
   static constexpr Tile run = tile256<V, NR>;
 };
 
-template <int W, class Set, void (*Pack)(int64_t, int64_t, const double*, int64_t, double*)>
+// The triangle's tiles over A's panels: in place (AVX-512) or copied into slabs (AVX2, `Pack`).
+template <int W, class Set, bool Pack>
 void gram_tiles(int64_t n, int64_t k, const double* a, int64_t lda, double* c, int64_t ldc,
                 bool accumulate) {
-  const int64_t kc = panel_rows(n), slabs = (n + W - 1) / W;
-  thread_local std::vector<double> buffer;
-  buffer.resize(size_t(slabs * std::min(kc, std::max<int64_t>(k, 1)) * W));
+  const int64_t kc = panel_rows(Pack ? n : lda), blocks = (n + W - 1) / W;
+  thread_local std::vector<double> slabs;
+  if (Pack) slabs.resize(size_t(blocks * std::min(kc, std::max<int64_t>(k, 1)) * W));
   for (int64_t r0 = 0; r0 < std::max<int64_t>(k, 1); r0 += kc) {
     const int64_t rows = std::min(kc, k - r0);
-    Pack(n, rows, a + r0 * lda, lda, buffer.data());
-    TileArgs t{buffer.data(), rows, n, 0, 0, c, ldc, accumulate || r0 > 0};
-    // Rows j of c in slab sj need the columns i >= j: slabs sj .., three at a time.
-    for (t.sj = 0; t.sj < slabs; ++t.sj) {
+    TileArgs t{a + r0 * lda, W, lda, rows, n, 0, 0, c, ldc, accumulate || r0 > 0};
+    if (Pack) {
+      pack256(n, rows, a + r0 * lda, lda, slabs.data());
+      t.base = slabs.data(), t.block = rows * W, t.row = W;
+    }
+    // Rows j of c in column block sj need the columns i >= j: blocks sj .., three at a time.
+    for (t.sj = 0; t.sj < blocks; ++t.sj) {
       const int nr = int(std::min<int64_t>(W, n - t.sj * W));
-      for (t.si = t.sj; t.si < slabs; t.si += 3) {
-        const int v = int(std::min<int64_t>(3, slabs - t.si));
+      for (t.si = t.sj; t.si < blocks; t.si += 3) {
+        const int v = int(std::min<int64_t>(3, blocks - t.si));
         const bool half = n - (t.si + v - 1) * W <= 4;
         Set::tiles[half][v - 1][nr - 1](t);
       }
@@ -237,9 +236,9 @@ bool gram_fits(int64_t n) { return isa() != Isa::none && n >= 1 && n <= 256; }
 void gram_upper(int64_t n, int64_t k, const double* a, int64_t lda, double* c, int64_t ldc,
                 bool accumulate) {
   if (isa() == Isa::avx512)
-    gram_tiles<8, Tiles<T512, 0, 1, 2, 3, 4, 5, 6, 7>, pack512>(n, k, a, lda, c, ldc, accumulate);
+    gram_tiles<8, Tiles<T512, 0, 1, 2, 3, 4, 5, 6, 7>, false>(n, k, a, lda, c, ldc, accumulate);
   else
-    gram_tiles<4, Tiles<T256, 0, 1, 2, 3>, pack256>(n, k, a, lda, c, ldc, accumulate);
+    gram_tiles<4, Tiles<T256, 0, 1, 2, 3>, true>(n, k, a, lda, c, ldc, accumulate);
 }
 
 }  // namespace kiln::library

@@ -5,6 +5,8 @@
 // padding columns (sentinels that must survive). The suite's KILN_TARGET_CPU=x86-64-v3 run
 // (scripts/test.sh) runs the AVX2 variant on AVX-512 hosts.
 #include <gtest/gtest.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <cstring>
@@ -75,6 +77,40 @@ TEST(Gram, RoundedSumsStayWithinTheirErrorBound) {
         mag += std::fabs(static_cast<long double>(a[r * n + i]) * a[r * n + j]);
       }
       ASSERT_LE(std::fabs(c[j * n + i] - exact), k * u * mag) << j << " " << i;
+    }
+}
+
+// The tiles read A in place, a vector of columns at a time: the last vector of a row whose n is
+// not a multiple of the vector's width is a masked load. A's last row here ends where a page that
+// may not be touched begins, for every n up to 3 vectors past a width and both strides, so a
+// full-width load there would crash.
+TEST(Gram, TheLastRowMayEndAtAnUnreadablePage) {
+  if (!library::gram_fits(1)) GTEST_SKIP() << "no AVX2 or AVX-512 here (or KILN_TARGET_CPU)";
+  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  std::mt19937_64 rng(9);
+  std::uniform_int_distribution<int> small(-8, 8);
+  for (int64_t n = 1; n <= 30; ++n)
+    for (int64_t lda : {n, n + 1}) {
+      const int64_t k = 37;
+      const size_t bytes = size_t((k - 1) * lda + n) * sizeof(double);
+      const size_t span = (bytes + page - 1) / page * page;
+      void* map =
+          mmap(nullptr, span + page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+      ASSERT_NE(map, MAP_FAILED);
+      char* guard = static_cast<char*>(map) + span;
+      ASSERT_EQ(mprotect(guard, page, PROT_NONE), 0);
+      double* a = reinterpret_cast<double*>(guard - bytes);
+      for (int64_t r = 0; r < k; ++r)
+        for (int64_t i = 0; i < n; ++i) a[r * lda + i] = small(rng);
+      std::vector<double> c(size_t(n * n)), want(size_t(n * n), 0.0);
+      for (int64_t r = 0; r < k; ++r)
+        for (int64_t j = 0; j < n; ++j)
+          for (int64_t i = j; i < n; ++i) want[j * n + i] += a[r * lda + i] * a[r * lda + j];
+      library::gram_upper(n, k, a, lda, c.data(), n, false);
+      for (int64_t j = 0; j < n; ++j)
+        for (int64_t i = j; i < n; ++i)
+          ASSERT_EQ(c[j * n + i], want[j * n + i]) << "n " << n << " lda " << lda;
+      munmap(map, span + page);
     }
 }
 

@@ -49,7 +49,23 @@ sweep='^GlmEstimators\.ConvergedMeansTheGradientRuleHolds$'
 host_only="^(Cuda|$single)\\.|$sweep"
 suite=()
 [ "$preset" = tsan ] && suite=(-E "^($single)\\.|$sweep")
-timed "the $preset suite" ctest --preset "$preset" "${suite[@]}"
+# cuda-emu's host compiler runs under ccache (KILN_EMU_CXX="ccache c++", unless KILN_EMU_CXX is
+# set) in every run but the release suite's, which keeps the default (c++, one run per kernel): a
+# kernel that an earlier run on this machine compiled (another checkout, CI before) is a ccache
+# hit. The compiler took 0.13 s per kernel, about 90% of the cuda-emu rerun's host compiling
+# (1300 kernels) and most of OpsTable's 133 s under AddressSanitizer.
+emu=()
+if [ -n "${KILN_EMU_CXX:-}" ]; then
+  emu=(KILN_EMU_CXX="$KILN_EMU_CXX")
+elif command -v ccache >/dev/null; then
+  emu=(KILN_EMU_CXX="ccache c++")
+fi
+if [ "$preset" = release ]; then
+  timed "the $preset suite" ctest --preset "$preset"
+else
+  timed "the $preset suite (${emu[*]:-KILN_EMU_CXX unset})" env "${emu[@]}" \
+    ctest --preset "$preset" "${suite[@]}"
+fi
 if [ "$preset" = release ]; then
   # The differential fuzzer's NumPy text run on kiln arrays through the Python package (NEP 13/18),
   # compared with the C++ API's results: a slice of 150 cases of another seed than the suite's.
@@ -100,18 +116,22 @@ if [ "$preset" = release ]; then
   # Fuzz.NumPyDifferential runs its first 120 programs there, not 300 (FuzzMatmul keeps its 120):
   # each kernel is compiled by the host compiler and by NVRTC twice, and on a 2-core Zen 3 the 300
   # took 591-605 s, at ctest's 600 s limit. The CPU and interpreter runs above keep all 300.
-  # The host compiler runs under ccache there (KILN_EMU_CXX, unless set): a kernel that an earlier
-  # run on this machine compiled (another checkout, CI before) is a cache hit; the compiler's
-  # 0.13 s per kernel was about 90% of the stage (1300 kernels). The release suite above runs
-  # cuda-emu's Cuda tests with the plain compiler.
-  emu_cxx="${KILN_EMU_CXX:-c++}"
-  if [ -z "${KILN_EMU_CXX:-}" ] && command -v ccache >/dev/null; then emu_cxx="ccache c++"; fi
-  echo "test.sh: the suite again on cuda-emu (KILN_DEVICE=cuda-emu, KILN_CUDA_CHECK=${check:-none: no NVRTC}, KILN_FUZZ_COUNT=120, KILN_EMU_CXX=$emu_cxx)"
-  KILN_DEVICE=cuda-emu KILN_CUDA_CHECK="$check" KILN_FUZZ_COUNT=120 KILN_EMU_CXX="$emu_cxx" \
-    timed "the cuda-emu suite" ctest --preset release -E "$host_only"
+  # NVRTC's cubins are cache entries of their own (cubin-<key>.cubin: the source, NVRTC's version
+  # and the architecture), checked when loaded; those of earlier runs on this machine are copied
+  # into this build's kernel cache first and this run's kept after, as ccache keeps the host
+  # compiler's objects (with both warm, the stage took 200 s on a 2-core Xeon, NVRTC about two
+  # thirds of Fuzz.NumPyDifferential's 124 s). Entries older than 30 days are dropped.
+  cubins="${XDG_CACHE_HOME:-$HOME/.cache}/kiln-ci-cubins"
+  mkdir -p "$cubins" build/release/kernel-cache
+  find "$cubins" -name 'cubin-*.cubin' -mtime +30 -delete
+  find "$cubins" -name 'cubin-*.cubin' -exec cp -n -t build/release/kernel-cache {} +
+  echo "test.sh: the suite again on cuda-emu (KILN_DEVICE=cuda-emu, KILN_CUDA_CHECK=${check:-none: no NVRTC}, KILN_FUZZ_COUNT=120, ${emu[*]:-KILN_EMU_CXX unset})"
+  KILN_DEVICE=cuda-emu KILN_CUDA_CHECK="$check" KILN_FUZZ_COUNT=120 timed "the cuda-emu suite" \
+    env "${emu[@]}" ctest --preset release -E "$host_only"
+  find build/release/kernel-cache -name 'cubin-*.cubin' -exec cp -n -t "$cubins" {} +
   echo "test.sh: the suite again on three emulated devices (KILN_DEVICE=cuda-emu KILN_DEVICES=3, KILN_FUZZ_COUNT=120)"
-  KILN_DEVICE=cuda-emu KILN_DEVICES=3 KILN_FUZZ_COUNT=120 KILN_EMU_CXX="$emu_cxx" \
-    timed "the three-device suite" ctest --preset release -E "$host_only"
+  KILN_DEVICE=cuda-emu KILN_DEVICES=3 KILN_FUZZ_COUNT=120 timed "the three-device suite" \
+    env "${emu[@]}" ctest --preset release -E "$host_only"
   # The installed package as another project uses it: headers alone, exported symbols, examples/.
   echo "test.sh: cmake --install into a temporary prefix, then examples/ against it (scripts/test-install.sh)"
   timed "test-install.sh" bash scripts/test-install.sh build/release

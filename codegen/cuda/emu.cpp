@@ -614,9 +614,14 @@ class EmuBackend final : public backend::Backend {
   std::string compile(const std::string& source, const std::string& cxx, const std::string& name) {
     const std::string dir = work_.path(), src = name + ".cpp", obj = name + ".o", so = name + ".so";
     files::write(dir + "/" + src, source, "cuda-emu: cannot write");
-    const std::vector<std::string> words = process::split_words(cxx);
+    std::vector<std::string> words = process::split_words(cxx);
     if (words.empty()) throw Error("cuda-emu: KILN_EMU_CXX is empty; set it to a C++ compiler");
     const bool two_runs = std::filesystem::path(words[0]).filename() == "ccache";
+    // A program given by a relative path ("./cxx", or ccache's compiler) is relative to where
+    // Kiln runs, not to the private directory.
+    for (size_t i = 0; i < std::min<size_t>(words.size(), two_runs ? 2 : 1); ++i)
+      if (words[i].find('/') != std::string::npos && words[i][0] != '/')
+        words[i] = std::filesystem::absolute(words[i]).string();
     std::vector<std::string> argv = words;
     for (const char* a : {"-std=c++17", "-O1", "-fPIC", "-w", "-ffp-contract=off",
                           "-fno-strict-aliasing", "-x", "c++"})

@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -398,5 +399,16 @@ TEST(CacheFaults, UnderCcacheEachKernelIsCompiledThenLinkedByTheSameCommandInEve
   EXPECT_GE(compiles, 1u);
   EXPECT_EQ(compiles, links);
   EXPECT_EQ(compiles + links, runs[0].size());
+  // The stand-in named by a path relative to where kiln runs (not to the private directory the
+  // compiler runs in).
+  fs::remove(log);
+  int rc = 0;
+  nlohmann::json j = run_json("-C " + sh_quote(dir) + " " + device_env("cuda-emu") +
+                                  " KILN_CACHE_DIR= KILN_EMU_CXX=" + sh_quote("./ccache c++"),
+                              kWorkload, &rc);
+  ASSERT_EQ(rc, 0);
+  EXPECT_EQ(j["result"].get<double>(), expected);
+  const std::string logged = slurp(log);
+  EXPECT_EQ(static_cast<size_t>(std::count(logged.begin(), logged.end(), '\n')), runs[0].size());
   fs::remove_all(dir);
 }

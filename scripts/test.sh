@@ -55,16 +55,14 @@ suite=()
 # hit. The compiler took 0.13 s per kernel, about 90% of the cuda-emu rerun's host compiling
 # (1300 kernels) and most of OpsTable's 133 s under AddressSanitizer.
 emu=()
-if [ -n "${KILN_EMU_CXX:-}" ]; then
-  emu=(KILN_EMU_CXX="$KILN_EMU_CXX")
-elif command -v ccache >/dev/null; then
+if [ -z "${KILN_EMU_CXX:-}" ] && command -v ccache >/dev/null; then
   emu=(KILN_EMU_CXX="ccache c++")
 fi
+emu_says="${emu[*]:-KILN_EMU_CXX=${KILN_EMU_CXX:-c++}}"
 if [ "$preset" = release ]; then
   timed "the $preset suite" ctest --preset "$preset"
 else
-  timed "the $preset suite (${emu[*]:-KILN_EMU_CXX unset})" env "${emu[@]}" \
-    ctest --preset "$preset" "${suite[@]}"
+  timed "the $preset suite ($emu_says)" env "${emu[@]}" ctest --preset "$preset" "${suite[@]}"
 fi
 if [ "$preset" = release ]; then
   # The differential fuzzer's NumPy text run on kiln arrays through the Python package (NEP 13/18),
@@ -125,7 +123,7 @@ if [ "$preset" = release ]; then
   mkdir -p "$cubins" build/release/kernel-cache
   find "$cubins" -name 'cubin-*.cubin' -mtime +30 -delete
   find "$cubins" -name 'cubin-*.cubin' -exec cp -n -t build/release/kernel-cache {} +
-  echo "test.sh: the suite again on cuda-emu (KILN_DEVICE=cuda-emu, KILN_CUDA_CHECK=${check:-none: no NVRTC}, KILN_FUZZ_COUNT=120, ${emu[*]:-KILN_EMU_CXX unset})"
+  echo "test.sh: the suite again on cuda-emu (KILN_DEVICE=cuda-emu, KILN_CUDA_CHECK=${check:-none: no NVRTC}, KILN_FUZZ_COUNT=120, $emu_says)"
   KILN_DEVICE=cuda-emu KILN_CUDA_CHECK="$check" KILN_FUZZ_COUNT=120 timed "the cuda-emu suite" \
     env "${emu[@]}" ctest --preset release -E "$host_only"
   find build/release/kernel-cache -name 'cubin-*.cubin' -exec cp -n -t "$cubins" {} +

@@ -613,7 +613,8 @@ class EmuBackend final : public backend::Backend {
   // object in one run.
   std::string compile(const std::string& source, const std::string& cxx, const std::string& name) {
     const std::string dir = work_.path(), src = name + ".cpp", obj = name + ".o", so = name + ".so";
-    files::write(dir + "/" + src, source, "cuda-emu: cannot write");
+    auto in_dir = [&](const std::string& file) { return dir + "/" + file; };
+    files::write(in_dir(src), source, "cuda-emu: cannot write");
     std::vector<std::string> words = process::split_words(cxx);
     if (words.empty()) throw Error("cuda-emu: KILN_EMU_CXX is empty; set it to a C++ compiler");
     const bool two_runs = std::filesystem::path(words[0]).filename() == "ccache";
@@ -638,12 +639,12 @@ class EmuBackend final : public backend::Backend {
       r = process::run(argv, what, dir);
     }
     std::error_code ec;
-    std::filesystem::remove(dir + "/" + obj, ec);
+    std::filesystem::remove(in_dir(obj), ec);
     if (r.exit_code != 0) {
-      std::filesystem::remove(dir + "/" + so, ec);
+      std::filesystem::remove(in_dir(so), ec);
       std::string kept = std::filesystem::temp_directory_path().string() + "/kiln-emu-failed-" +
                          std::to_string(getpid()) + "-" + std::to_string(counter_++) + ".cpp";
-      std::filesystem::rename(dir + "/" + src, kept, ec);
+      std::filesystem::rename(in_dir(src), kept, ec);
       std::string cmd;
       for (const auto& a : argv) cmd += (cmd.empty() ? "" : " ") + a;
       throw InternalError("cuda-emu: the host compiler rejects a printed kernel (" + cmd +
@@ -651,10 +652,10 @@ class EmuBackend final : public backend::Backend {
                           r.output + "\n--- source: " + (ec ? std::string("not kept") : kept) +
                           " ---");
     }
-    std::filesystem::remove(dir + "/" + src, ec);
+    std::filesystem::remove(in_dir(src), ec);
     std::string bytes =
-        files::read_regular(dir + "/" + so, cache::kMaxEntryBytes, "cuda-emu: compiled kernel");
-    std::filesystem::remove(dir + "/" + so, ec);
+        files::read_regular(in_dir(so), cache::kMaxEntryBytes, "cuda-emu: compiled kernel");
+    std::filesystem::remove(in_dir(so), ec);
     return bytes;
   }
 

@@ -1230,6 +1230,22 @@ class Run {
     return reinterpret_cast<int64_t*>(static_cast<char*>(partial) + index_offset(n, sizeof(T)));
   }
 
+  // A flat group's block (PlanGroup::flat) as one row: each outer dim, innermost first, whose step
+  // every leaf takes as the rows inside it together (stride = extent x stride of the dims inside)
+  // is folded into the innermost dim's extent, its own extent becoming 1. The addresses the
+  // kernel computes are the same; it runs them in one loop (one strip of 1024 after another).
+  static void fold_contiguous_dims(const kir::Kernel& k, int64_t* I) {
+    const int inner = k.rank - 1;
+    for (int d = inner - 1; d >= 0; --d) {
+      for (size_t l = 0; l < k.leaves.size(); ++l) {
+        const int64_t* map = I + k.leaf_base(static_cast<int>(l)) + 1;
+        if (map[d] != map[inner] * I[inner]) return;
+      }
+      I[inner] *= I[d];
+      I[d] = 1;
+    }
+  }
+
   // Runs one block's kernel; returns the bytes it wrote (stores and partials).
   int64_t run_kernel(const PlanTask& task) {
     const PlanGroup& g = p_.groups[task.group];
@@ -1356,6 +1372,7 @@ class Run {
       F[q] = v.f;
       I[k.param_base() + q] = v.i;
     }
+    if (g.flat) fold_contiguous_dims(k, I.data());
     g.kernel->launch(I.data(), F.data(), P.data(), dev);
     if (arena_) {  // the boxes it wrote to where their arrays are assembled (home_box)
       for (size_t o = 0; o < k.outputs.size(); ++o) {

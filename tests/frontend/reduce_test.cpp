@@ -291,3 +291,49 @@ TEST(Reduce, SumsOfANegativeZeroArePositiveAsNumPys) {
   EXPECT_FALSE(std::signbit(got[0].item<double>()));
   EXPECT_TRUE(std::signbit(got[2].item<double>()));
 }
+
+TEST(Reduce, BlocksOfWholeContiguousRowsRunAsOneRow) {
+  // A full reduction whose block's leaves step through it contiguously across its dims runs the
+  // block as one row (PlanGroup::flat): a float sum then adds strips of 1024 elements across the
+  // rows, bit for bit the sum of the same memory seen as one dim in the same blocks (row by row,
+  // each row of 7 its own strip, the bits differ for these values: magnitudes 1e-6 to 1e6). Views
+  // that are not contiguous (a column slice, a transpose, a row broadcast) keep their dims; every
+  // result matches NumPy.
+  NDArray a = kt::random_array(DType::Float64, {3000, 7}, 41, -1, 1);
+  double* d = static_cast<double*>(a.data());
+  for (int64_t k = 0; k < a.size(); ++k) d[k] *= std::pow(10.0, static_cast<double>(k % 13) - 6);
+  d[1234] = NAN;  // (in "n" only)
+  NDArray n = clone(a);
+  d[1234] = 0.5;
+  NDArray c = kt::random_array(DType::Float64, {4, 50, 6}, 42, -2, 2);
+  Array x = lazy(a, {1000, 7});
+  Array flat = from_buffer(a.data(), DType::Float64, {21000}, {7000});
+  EXPECT_EQ(x.sum().compute().item<double>(), flat.sum().compute().item<double>());
+  EXPECT_EQ(x.mean().compute().item<double>(), flat.mean().compute().item<double>());
+  EXPECT_EQ((x * 2.0 + 1.0).sum().compute().item<double>(),
+            (flat * 2.0 + 1.0).sum().compute().item<double>());
+  EXPECT_NE(x.sum().compute().item<double>(), x.sum({1}).sum().compute().item<double>())
+      << "these values' row-by-row sum should round otherwise: the test would not see the order";
+  Array nx = lazy(n, {1000, 7}), cx = lazy(c, {2, 50, 6});
+  NDArray r = kt::random_array(DType::Float64, {7}, 43, -1, 1);
+  Array row = lazy(r);
+  auto want = kt::numpy({{"a", a}, {"n", n}, {"c", c}, {"r", r}},
+                        {"a.sum()", "a.prod()", "a.min()", "a.max()", "a.argmax()", "a.argmin()",
+                         "(a > 0).all()", "(a > 1e5).any()", "n.sum()", "n.max()", "n.argmin()",
+                         "c.sum()", "c.argmax()", "c.max()", "a[:, :5].sum()", "a[:, 2:].argmax()",
+                         "a.T.sum()", "c[:, 10:40].argmin()", "(a + r).sum()"});
+  auto got = compute({x.sum(), x.prod(), x.min(), x.max(), x.argmax(), x.argmin(), (x > 0.0).all(),
+                      (x > 1e5).any(), nx.sum(), nx.max(), nx.argmin(), cx.sum(), cx.argmax(),
+                      cx.max(), x.slice({{0, 3000}, {0, 5}}).sum(),
+                      x.slice({{0, 3000}, {2, 7}}).argmax(), x.transpose().sum(),
+                      cx.slice({{0, 4}, {10, 40}, {0, 6}}).argmin(), (x + row).sum()});
+  for (size_t k = 0; k < got.size(); ++k) {
+    if (got[k].dtype() == DType::Float64 && !std::isnan(want[k].item<double>()) &&
+        !std::isinf(want[k].item<double>()))
+      EXPECT_NEAR(got[k].item<double>(), want[k].item<double>(),
+                  1e-12 * std::max(1.0, std::abs(want[k].item<double>())))
+          << k;
+    else
+      EXPECT_TRUE(same(got[k], want[k])) << k;
+  }
+}

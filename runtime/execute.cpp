@@ -1231,16 +1231,20 @@ class Run {
   }
 
   // A flat group's block (PlanGroup::flat) as one row: each outer dim, innermost first, whose step
-  // every leaf takes as the rows inside it together (stride = extent x stride of the dims inside)
-  // is folded into the innermost dim's extent, its own extent becoming 1. The addresses the
-  // kernel computes are the same; it runs them in one loop (one strip of 1024 after another).
+  // every leaf and output takes as the rows inside it together (stride = extent x stride of the
+  // dims inside; a full reduction's partial has stride 0 everywhere) is folded into the innermost
+  // dim's extent, its own extent becoming 1. The addresses the kernel computes are the same; it
+  // runs them in one loop (a sum: one strip of 1024 after another).
   static void fold_contiguous_dims(const kir::Kernel& k, int64_t* I) {
     const int inner = k.rank - 1;
     for (int d = inner - 1; d >= 0; --d) {
-      for (size_t l = 0; l < k.leaves.size(); ++l) {
-        const int64_t* map = I + k.leaf_base(static_cast<int>(l)) + 1;
-        if (map[d] != map[inner] * I[inner]) return;
-      }
+      auto folds = [&](int base) {  // a map's strides follow its base at I[base]
+        return I[base + 1 + d] == I[base + 1 + inner] * I[inner];
+      };
+      for (size_t l = 0; l < k.leaves.size(); ++l)
+        if (!folds(k.leaf_base(static_cast<int>(l)))) return;
+      for (size_t o = 0; o < k.outputs.size(); ++o)
+        if (!folds(k.output_base(static_cast<int>(o)))) return;
       I[inner] *= I[d];
       I[d] = 1;
     }

@@ -556,18 +556,19 @@ class PlanBuilder {
     g.chunks[rank - 1] = {width};
   }
 
-  // Whether the kernel's blocks may run as one row where their leaves are contiguous across dims
-  // (the executor checks each block's maps: fold_contiguous_dims in execute.cpp). A block of
-  // whole narrow rows otherwise runs a row at a time, each row its own strip, summed and folded
-  // into the partial: x.sum() of 1e6 x 100 float64 in 100000-row chunks took 66 ms on one core
-  // against NumPy's 46 (Xeon AMX), and 52 ms over the same memory as one row. Only a full
-  // reduction over memory and indices (a row-stage kernel, a store or a partial keeping a dim
-  // needs the dims; random leaves are left out as in coalesce_rows), and not on a device. Only
-  // the results' rounding depends on it (float sums and products reassociate across rows).
+  // Whether the kernel's blocks may run as one row where their leaves and stores are contiguous
+  // across dims (the executor checks each block's maps: Run::fold_contiguous_dims). A block of
+  // whole narrow rows otherwise runs a row at a time, each row its own loop (and, summed, its own
+  // strip folded into the partial): x.sum() of 1e6 x 100 float64 in 100000-row chunks took 66 ms
+  // on one core against NumPy's 46 (Xeon AMX), and 52 ms over the same memory as one row. Only
+  // kernels that store or reduce over every dim, over memory and indices (a row-stage kernel or a
+  // partial keeping a dim needs the dims; random leaves are left out as in coalesce_rows), and not
+  // on a device. Stores are the same either way; only a float sum's or product's rounding changes
+  // (it reassociates across rows).
   bool runs_flat(const kir::Kernel& k) const {
     if (be_.memory() || k.rank < 2) return false;
     for (const auto& o : k.outputs)
-      if (!o.reduce || o.row || o.reduced_mask != (1u << k.rank) - 1) return false;
+      if (o.row || (o.reduce && o.reduced_mask != (1u << k.rank) - 1)) return false;
     for (const auto& leaf : k.leaves)
       if (leaf.kind != kir::LeafKind::Memory && leaf.kind != kir::LeafKind::Iota) return false;
     return true;

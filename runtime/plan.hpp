@@ -132,9 +132,9 @@ struct PlanGroup {
   // (rank of them), flat: entry (block, leaf) at block_read(block, leaf). Empty when no leaf
   // reads a blocked array.
   std::vector<int64_t> block_reads;
-  // A full reduction over memory and indices: a block whose leaves step through it contiguously
-  // across dims runs as one row (PlanBuilder::runs_flat in plan.cpp, Run::fold_contiguous_dims in
-  // execute.cpp).
+  // A kernel that stores or reduces over every dim, over memory and indices: a block whose leaves
+  // and stores step through it contiguously across dims runs as one row (PlanBuilder::runs_flat in
+  // plan.cpp, Run::fold_contiguous_dims in execute.cpp).
   bool flat = false;
   const int64_t* block_read(int64_t block, size_t leaf) const {
     return block_reads.data() + block_read_at(block, leaf);

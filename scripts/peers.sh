@@ -13,7 +13,8 @@
 # the resident variant, x made before the timed region, its own table). `peers.sh
 # --overhead-table [options]` runs bench/peers/overhead_table.py (the scheduling-overhead study)
 # instead, `peers.sh --glm [options]` bench/peers/glm_peers.py (kiln::glm's solvers against
-# dask-glm and scikit-learn).
+# dask-glm and scikit-learn), `peers.sh --reduce [options]` bench/peers/reduce_peers.py (the
+# whole-array reductions beside NumPy's, per core).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh peers
@@ -43,6 +44,11 @@ if [ "${1:-}" = "--overhead-table" ]; then  # the scheduling-overhead study inst
   shift
   cmake --build --preset release --target kiln_cli kiln_bench
   exec "$python" bench/peers/overhead_table.py build/release/kiln "$@"
+fi
+if [ "${1:-}" = "--reduce" ]; then  # the reductions beside NumPy's instead
+  shift
+  cmake --build --preset release --target kiln_bench
+  exec "$python" bench/peers/reduce_peers.py build/release/kiln_bench "$@"
 fi
 cmake --build --preset release --target kiln_cli
 if [ "${1:-}" = "--glm" ]; then  # the GLM solvers against dask-glm and scikit-learn instead

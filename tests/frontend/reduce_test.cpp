@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "oracle.hpp"
+#include "support/flags.hpp"
 
 using namespace kiln;
 using kt::lazy;
@@ -307,12 +308,16 @@ TEST(Reduce, BlocksOfWholeContiguousRowsRunAsOneRow) {
   NDArray c = kt::random_array(DType::Float64, {4, 50, 6}, 42, -2, 2);
   Array x = lazy(a, {1000, 7});
   Array flat = from_buffer(a.data(), DType::Float64, {21000}, {7000});
-  EXPECT_EQ(x.sum().compute().item<double>(), flat.sum().compute().item<double>());
-  EXPECT_EQ(x.mean().compute().item<double>(), flat.mean().compute().item<double>());
-  EXPECT_EQ((x * 2.0 + 1.0).sum().compute().item<double>(),
-            (flat * 2.0 + 1.0).sum().compute().item<double>());
-  EXPECT_NE(x.sum().compute().item<double>(), x.sum({1}).sum().compute().item<double>())
-      << "these values' row-by-row sum should round otherwise: the test would not see the order";
+  // Not on a GPU device (cuda, cuda-emu), whose plans keep the block's dims and sum in orders of
+  // their own (KERNEL_IR.md §8.6): there only the comparisons with NumPy below hold.
+  if (flags().device.rfind("cuda", 0) != 0) {
+    EXPECT_EQ(x.sum().compute().item<double>(), flat.sum().compute().item<double>());
+    EXPECT_EQ(x.mean().compute().item<double>(), flat.mean().compute().item<double>());
+    EXPECT_EQ((x * 2.0 + 1.0).sum().compute().item<double>(),
+              (flat * 2.0 + 1.0).sum().compute().item<double>());
+    EXPECT_NE(x.sum().compute().item<double>(), x.sum({1}).sum().compute().item<double>())
+        << "these values' row-by-row sum should round otherwise: the test would not see the order";
+  }
   Array nx = lazy(n, {1000, 7}), cx = lazy(c, {2, 50, 6});
   NDArray r = kt::random_array(DType::Float64, {7}, 43, -1, 1);
   Array row = lazy(r);

@@ -145,9 +145,12 @@ class Jit {
     target_id_ = std::string(tm_->getTargetCPU()) + "|" +
                  std::string(tm_->getTargetFeatureString()) +
                  "|llvm-" LLVM_VERSION_STRING "|printer-" + std::to_string(kPrinterVersion) +
-                 "|kmath-" + math_source_hash();
+                 "-" KILN_PRINTER_HASH "|kmath-" + math_source_hash();
     // One libmvec variant per target: the widest ISA it has (see MathMode).
     const llvm::MCSubtargetInfo* sti = tm_->getMCSubtargetInfo();
+    // LLVM's tuning of Intel's AVX-512 cores (Skylake-X to Granite Rapids) prefers 256-bit
+    // vectors; AMD's Zen 4 and 5 keep 512 (print_llvm's stream_hints).
+    if (sti->checkFeatures("+avx512f,+prefer-256-bit")) tuning_.stream_vector_bytes = 32;
     if (sti->checkFeatures("+avx512f"))
       vector_math_ = {false, 'e', 8};
     else if (sti->checkFeatures("+avx2,+fma"))
@@ -199,7 +202,7 @@ class Jit {
     auto m = std::make_unique<llvm::Module>(name, ctx);
     m->setDataLayout(tm_->createDataLayout());
     m->setTargetTriple(tm_->getTargetTriple().str());
-    llvm::Function* fn = print_llvm(k, *m, name, mode);
+    llvm::Function* fn = print_llvm(k, *m, name, mode, tuning_);
     fn->addFnAttr("target-cpu", tm_->getTargetCPU());
     fn->addFnAttr("target-features", tm_->getTargetFeatureString());
     fn->addFnAttr("prefer-vector-width", "512");
@@ -256,6 +259,7 @@ class Jit {
   std::unique_ptr<llvm::orc::LLJIT> jit_;
   std::unordered_map<std::string, KernelFn> fns_;
   MathMode vector_math_;
+  Tuning tuning_;
   std::deque<std::string> names_;  // stable storage for the VecDesc strings
   std::vector<llvm::VecDesc> vecdescs_;
   backend::CompileStats stats_;

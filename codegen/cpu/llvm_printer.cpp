@@ -39,8 +39,9 @@ constexpr int64_t kRowJam = 4;
 
 class Printer {
  public:
-  Printer(const kir::Kernel& k, llvm::Module& m, const std::string& name, const MathMode& mode)
-      : k_(k), m_(m), ctx_(m.getContext()), b_(ctx_), name_(name), mode_(mode) {}
+  Printer(const kir::Kernel& k, llvm::Module& m, const std::string& name, const MathMode& mode,
+          const Tuning& tuning)
+      : k_(k), m_(m), ctx_(m.getContext()), b_(ctx_), name_(name), mode_(mode), tuning_(tuning) {}
 
   llvm::Function* run() {
     auto* i64 = b_.getInt64Ty();
@@ -830,7 +831,7 @@ class Printer {
       main_hints = {{"llvm.loop.interleave.count", 16}};
       rest_hints = body_hints();
     }
-    if (group == 0) return simple_loop(name, n, std::move(init), step, body_hints());
+    if (group == 0) return simple_loop(name, n, std::move(init), step, stream_hints());
     Value* main = b_.CreateAnd(n, b_.getInt64(-group));
     std::vector<Value*> acc = simple_loop(name, main, std::move(init), step, main_hints);
     return simple_loop(
@@ -862,6 +863,36 @@ class Printer {
   // body in a reduction loop (Dask's 200-ufunc chain: 1.84 s -> 1.04 s on one thread).
   static std::vector<std::pair<const char*, int>> body_hints() {
     return {{"llvm.loop.interleave.count", 4}};
+  }
+
+  // The hints of a body loop without vector math or a max/min fold: body_hints(), except where
+  // the target's tuning asks for narrower vectors in loops that stream memory (tuning_): there,
+  // outside row-tiled kernels (whose loops read a tile again from cache) and kernels with random
+  // leaves (bound by generation), a body of at most 12 operations per element runs vectors of
+  // stream_vector_bytes, 16 interleaved. Measured on an Intel Xeon with AVX-512 (2-vCPU VM; LLVM
+  // target rocketlake, whose tuning prefers 256-bit vectors), one thread, 1e6 x 100 float64 from
+  // memory, 512-bit x 4 against 256-bit x 16: x.sum() 53 -> 44 ms (NumPy 49), int64 sum 53 -> 44,
+  // x.sum(axis=0) 64 -> 57, (x * x).sum() 59 -> 53-57, the sum of a Horner polynomial of 2, 8, 12
+  // operations 66 -> 48, 89 -> 73, 95 -> 78, but of 20 operations 122 -> 137 (hence the limit);
+  // 256-bit x 4 or x 8 lost much of the gain. C loops of 512-bit loads summed memory at 0.53 ns
+  // per element at every unroll (2-16 vectors), of 256-bit loads at 0.45-0.48.
+  std::vector<std::pair<const char*, int>> stream_hints() const {
+    const int bytes = tuning_.stream_vector_bytes;
+    if (bytes == 0 || row_stage_ || tile_rows_ || !tile_bufs_.empty()) return body_hints();
+    for (const kir::Leaf& l : k_.leaves)
+      if (l.kind == kir::LeafKind::Random) return body_hints();
+    size_t widest = 1;
+    int ops = 0;
+    for (size_t i = 0; i < k_.values.size(); ++i) {
+      const kir::Value& v = k_.values[i];
+      widest = std::max(widest, dtype_size(v.type));
+      if (need_main_[i] && !hoist_[i] && v.op != kir::VOp::Leaf && v.op != kir::VOp::Const &&
+          v.op != kir::VOp::Param)
+        ++ops;
+    }
+    if (ops > 12) return body_hints();
+    return {{"llvm.loop.vectorize.width", std::max<int>(1, bytes / static_cast<int>(widest))},
+            {"llvm.loop.interleave.count", 16}};
   }
 
   // The step of a float max/min fold's (or arg fold's) main loop, in elements: 16 vectors of
@@ -1520,6 +1551,7 @@ class Printer {
   IRBuilder<> b_;
   std::string name_;
   MathMode mode_;
+  Tuning tuning_;
   llvm::Function* fn_ = nullptr;
   Value *I_ = nullptr, *F_ = nullptr, *P_ = nullptr;
   std::vector<Value*> ext_, ptrs_, out_ptrs_, idx_ptrs_, params_, idx_, vals_;
@@ -1556,8 +1588,8 @@ class Printer {
 }  // namespace
 
 llvm::Function* print_llvm(const kir::Kernel& k, llvm::Module& m, const std::string& name,
-                           const MathMode& mode) {
-  return Printer(k, m, name, mode).run();
+                           const MathMode& mode, const Tuning& tuning) {
+  return Printer(k, m, name, mode, tuning).run();
 }
 
 std::vector<VectorMapping> vector_mappings(const MathMode& mode) {

@@ -15,7 +15,7 @@ namespace kiln::cpu {
 
 // Part of every kernel cache key: bump it whenever the printed code changes for the same kernel
 // IR, so objects cached on disk by an older printer are not reused.
-constexpr int kPrinterVersion = 28;
+constexpr int kPrinterVersion = 29;
 
 // How transcendental functions are called: codegen/vector_math.hpp. Scalar code calls a wrapper
 // that evaluates the one libmvec variant on a splat, and the vectorized loop calls the variant
@@ -35,6 +35,13 @@ std::vector<VectorMapping> vector_mappings(const MathMode& mode);
 // one call's work shared; codegen/math/kiln_math.inc). Returns the number of pairs joined.
 int join_sincos(llvm::Module& m);
 
+// What the target's tuning asks of loops, beyond its ISA (jit.cpp reads it from LLVM's target).
+struct Tuning {
+  // Vector bytes of the loops that stream memory through a body without vector math (see
+  // Printer::body_loop); 0: as wide as the target's vectors.
+  int stream_vector_bytes = 0;
+};
+
 llvm::Function* print_llvm(const kir::Kernel& k, llvm::Module& m, const std::string& name,
-                           const MathMode& mode);
+                           const MathMode& mode, const Tuning& tuning);
 }  // namespace kiln::cpu

@@ -514,14 +514,17 @@ class PlanBuilder {
                 bytes_str(static_cast<uint64_t>(memory)) + "; use larger chunks (fewer blocks)");
   }
 
-  // A kernel that reduces every dim and reads only memory that exists before the run (buffers:
-  // persisted arrays, NumPy arrays, files), contiguous along the innermost dim, and indices,
-  // runs over whole rows: its blocks' innermost chunks are merged into one and the next dim's
-  // chunks split as many times, so it has as many blocks as before, each as large, and every
-  // block is one stretch of memory per outer index. Chunks that cut the rows of one buffer
-  // make each block read short stretches (16 KB of a 48 KB row for 6000 x 6000 float64 in 2000 x
-  // 2000 chunks), which the hardware prefetchers follow poorly: x.sum() there ran at 0.61 ns
-  // an element against 0.26 over whole rows (bench/RESULTS.md, "Reductions"). Only the results'
+  // A kernel whose every output reduces the innermost dim (all dims, or also keeping outer ones:
+  // x.max(axis=1)) and that reads only memory that exists before the run (buffers: persisted
+  // arrays, NumPy arrays, files), contiguous along the innermost dim, and indices, runs over
+  // whole rows: its blocks' innermost chunks are merged into one and the next dim's chunks split
+  // as many times, so it has as many blocks as before, each as large, and every block is one
+  // stretch of memory per outer index (a kept dim's results are written by block regions, which
+  // need not be the output's chunks). Chunks that cut the rows of one buffer make each block read
+  // short stretches (16 KB of a 48 KB row for 6000 x 6000 float64 in 2000 x 2000 chunks), which
+  // the hardware prefetchers follow poorly: x.sum() there ran at 0.61 ns an element against 0.26
+  // over whole rows (bench/RESULTS.md, "Reductions"); x.max(axis=1) 28.3 ms against 19.0, one
+  // thread, Xeon AMX (NumPy: 19.1). Only the results'
   // rounding (float sums and products reassociate by block) depends on it; random leaves, whose
   // values do not depend on blocks either, are left out with stores (blocks of a stored array
   // are its chunks) and device plans (blocks are placed and copied as chunked).
@@ -529,8 +532,12 @@ class PlanBuilder {
     const kir::Kernel& k = g.lowered.kernel;
     const int rank = k.rank;
     if (be_.memory() || rank < 2 || g.chunks[rank - 1].size() < 2) return;
-    for (const auto& o : k.outputs)
-      if (!o.reduce || o.row || o.reduced_mask != (1u << rank) - 1) return;
+    for (const auto& o : k.outputs) {
+      if (!o.reduce || o.row || !((o.reduced_mask >> (rank - 1)) & 1u)) return;
+      // Kept dims: on the CPU only. The interpreter keeps the chunks' blocks there, as device
+      // plans do, so a device's owned kernels still match it bit for bit (tests/codegen).
+      if (o.reduced_mask != (1u << rank) - 1 && p_.device != Device::Cpu) return;
+    }
     for (size_t l = 0; l < k.leaves.size(); ++l) {
       const kir::Leaf& leaf = k.leaves[l];
       if (leaf.kind == kir::LeafKind::Iota) continue;
@@ -551,7 +558,9 @@ class PlanBuilder {
       for (int64_t q = 0; q < pieces; ++q) rows.push_back(r / pieces + (q < r % pieces ? 1 : 0));
     }
     // A block at most twice as large as the largest before (rows fewer than the merged chunks).
-    if (*std::max_element(rows.begin(), rows.end()) * width > 2 * rows_largest * largest) return;
+    if (rows.empty() ||
+        *std::max_element(rows.begin(), rows.end()) * width > 2 * rows_largest * largest)
+      return;
     g.chunks[rank - 2] = std::move(rows);
     g.chunks[rank - 1] = {width};
   }

@@ -74,6 +74,17 @@ def test_a_numpy_array_is_read_in_place_and_held():
     check(expr, want)
 
 
+def test_reductions_of_empty_arrays_cut_into_columns():
+    # A reduction over an empty NumPy array whose columns are chunked: the plan, merging the
+    # column chunks into whole rows, split the rows (none) into no blocks and crashed.
+    for shape, chunks in [((0, 6), (1, 2)), ((5, 0), (2, 1)), ((0, 3, 8), (1, 2, 3))]:
+        a = np.zeros(shape)
+        k = kiln.asarray(a, chunks=chunks)
+        for axis in [None, -1, 0]:
+            check(k.sum(axis=axis), a.sum(axis=axis), exact=True)
+            check((k + 1).prod(axis=axis), (a + 1).prod(axis=axis), exact=True)
+
+
 def test_non_contiguous_and_read_only_arrays_are_accepted():
     a = data(np.float64, (50, 40))
     check(kiln.asarray(a[::2, ::-1]), a[::2, ::-1], exact=True)

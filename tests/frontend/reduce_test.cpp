@@ -231,6 +231,34 @@ TEST(Reduce, WholeArrayReductionsOfBuffersCutIntoColumnsMatchNumPy) {
   }
 }
 
+TEST(Reduce, ReductionsAlongRowsOfBuffersCutIntoColumnsMatchNumPy) {
+  // Reductions of the innermost dim that keep outer dims run over whole rows too (the plan
+  // merges the column chunks; each block's results land in its rows' region of the output,
+  // whose chunks differ): NumPy's values, a NaN included, on 1 and 2 threads, and a 3-d array.
+  // (An empty one: python/tests/test_array.py.)
+  NDArray x = kt::random_array(DType::Float64, {301, 2999}, 6);
+  NDArray n = clone(x);
+  static_cast<double*>(n.data())[1234] = NAN;
+  NDArray c = kt::random_array(DType::Float64, {7, 30, 200}, 7);
+  std::vector<NDArray> want = kt::numpy(
+      {{"x", x}, {"n", n}, {"c", c}},
+      {"np.sum(x, axis=1)", "np.max(x, axis=1)", "np.argmax(x, axis=1)", "np.mean(x, axis=1)",
+       "np.min(n, axis=1)", "np.argmin(n, axis=1)", "np.any(x > 2.9, axis=1)", "np.sum(c, axis=2)",
+       "np.sum(c, axis=(1, 2))", "np.argmin(c, axis=2)"});
+  for (int threads : {1, 2}) {
+    ComputeOptions o;
+    o.threads = threads;
+    Array a = lazy(x, {100, 700}), b = lazy(n, {100, 700}), d = lazy(c, {3, 20, 70});
+    std::vector<NDArray> got =
+        compute({a.sum({1}), a.max({1}), a.argmax(1), a.mean({1}), b.min({1}), b.argmin(1),
+                 (a > 2.9).any({1}), d.sum({2}), d.sum({1, 2}), d.argmin(2)},
+                o);
+    for (size_t k = 0; k < got.size(); ++k)
+      EXPECT_TRUE(same(got[k], want[k], k == 0 || k == 3 || k == 7 || k == 8 ? 1e-12 : 0))
+          << k << " threads " << threads;
+  }
+}
+
 TEST(Reduce, LongFloatSumsAreAsAccurateAsNumPys) {
   // NumPy sums pairwise; a plain vectorized loop added n / lanes values in sequence per lane: the
   // mean of 10^7 float32 0.1s came out 0.09985014 in one block (NumPy 0.09999894).

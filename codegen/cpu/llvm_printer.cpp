@@ -158,7 +158,14 @@ class Printer {
       hoist_[v] = same[v] && need_main_[v];
       if (hoist_[v] && is_math(x)) hoists_math = true;
     }
-    tile_rows_ = k_.rank >= 2 && (k_.has_row_stage() || hoists_math);
+    bool folds_rows = false;
+    for (size_t o = 0; o < k_.outputs.size() && k_.rank >= 2; ++o) {
+      const kir::Output& out = k_.outputs[o];
+      if (out.reduce && !out.row && !inner_reduced(o) && ((out.reduced_mask >> (k_.rank - 2)) & 1u))
+        folds_rows = true;
+    }
+    jam_only_ = folds_rows && !k_.has_row_stage() && !hoists_math;
+    tile_rows_ = k_.rank >= 2 && (k_.has_row_stage() || hoists_math || jam_only_);
   }
 
   // A call into the vector math library (see math()).
@@ -272,13 +279,15 @@ class Printer {
   // read twice; kRowTileElements bounds a tile, so the second read comes from cache.
   void row_tiled_loop(int d) {
     const int in = d + 1;
-    Value* rows_per_tile = b_.CreateBinaryIntrinsic(
-        llvm::Intrinsic::smax, b_.getInt64(1),
-        b_.CreateBinaryIntrinsic(
-            llvm::Intrinsic::smin, b_.getInt64(kRowTile),
-            b_.CreateSDiv(
-                b_.getInt64(kRowTileElements),
-                b_.CreateBinaryIntrinsic(llvm::Intrinsic::smax, b_.getInt64(1), ext_[in]))));
+    Value* rows_per_tile =
+        jam_only_ ? b_.getInt64(kRowJam)
+                  : b_.CreateBinaryIntrinsic(
+                        llvm::Intrinsic::smax, b_.getInt64(1),
+                        b_.CreateBinaryIntrinsic(
+                            llvm::Intrinsic::smin, b_.getInt64(kRowTile),
+                            b_.CreateSDiv(b_.getInt64(kRowTileElements),
+                                          b_.CreateBinaryIntrinsic(llvm::Intrinsic::smax,
+                                                                   b_.getInt64(1), ext_[in]))));
     Value* tiles = b_.CreateUDiv(b_.CreateAdd(ext_[d], b_.CreateSub(rows_per_tile, b_.getInt64(1))),
                                  rows_per_tile);
     simple_loop("rowtile", tiles, {}, [&](Value* t) {
@@ -1562,7 +1571,13 @@ class Printer {
   bool row_stage_ = false;
   std::vector<Value*> row_vals_;
   std::vector<bool> need_row_, need_main_, hoist_;
-  bool tile_rows_ = false;                          // rows run in tiles (row_tiled_loop)
+  bool tile_rows_ = false;  // rows run in tiles (row_tiled_loop)
+  // Tiles only to jam kRowJam rows: a partial keeping the innermost dim folds the outer rows
+  // (x.sum(axis=0)) and nothing else needs tiles. Its partial row is loaded and stored once per
+  // kRowJam rows instead of once per row; each element still folds its rows in order (the same
+  // bits). 6000 x 6000 float64 in 2000 x 2000 chunks, one thread (Xeon AMX): sum(axis=0) 26.8 ->
+  // 19.8-20.5 ms (NumPy 18.8-20.4), max(axis=0) 31 -> 25 (26.3-26.9), argmax(axis=0) 43 -> 30.
+  bool jam_only_ = false;
   std::map<size_t, Value*> row_bufs_;               // row output -> its tile's results
   std::vector<std::pair<int, Value*>> hoist_bufs_;  // hoisted value -> its tile's values
   std::vector<Map> maps_, out_maps_;

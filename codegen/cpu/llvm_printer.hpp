@@ -15,7 +15,7 @@ namespace kiln::cpu {
 
 // Part of every kernel cache key: bump it whenever the printed code changes for the same kernel
 // IR, so objects cached on disk by an older printer are not reused.
-constexpr int kPrinterVersion = 29;
+constexpr int kPrinterVersion = 30;
 
 // How transcendental functions are called: codegen/vector_math.hpp. Scalar code calls a wrapper
 // that evaluates the one libmvec variant on a splat, and the vectorized loop calls the variant

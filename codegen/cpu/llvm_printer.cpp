@@ -159,11 +159,12 @@ class Printer {
       if (hoist_[v] && is_math(x)) hoists_math = true;
     }
     bool folds_rows = false;
-    for (size_t o = 0; o < k_.outputs.size() && k_.rank >= 2; ++o) {
-      const kir::Output& out = k_.outputs[o];
-      if (out.reduce && !out.row && !inner_reduced(o) && ((out.reduced_mask >> (k_.rank - 2)) & 1u))
-        folds_rows = true;
-    }
+    if (k_.rank >= 2)
+      for (size_t o = 0; o < k_.outputs.size(); ++o) {
+        const kir::Output& out = k_.outputs[o];
+        folds_rows = folds_rows || (out.reduce && !out.row && !inner_reduced(o) &&
+                                    ((out.reduced_mask >> (k_.rank - 2)) & 1u));
+      }
     jam_only_ = folds_rows && !k_.has_row_stage() && !hoists_math;
     tile_rows_ = k_.rank >= 2 && (k_.has_row_stage() || hoists_math || jam_only_);
   }
@@ -881,13 +882,13 @@ class Printer {
   // stream_vector_bytes, 16 interleaved. Measured on an Intel Xeon with AVX-512 (2-vCPU VM; LLVM
   // target rocketlake, whose tuning prefers 256-bit vectors), one thread, 1e6 x 100 float64 from
   // memory, 512-bit x 4 against 256-bit x 16: x.sum() 53 -> 44 ms (NumPy 49), int64 sum 53 -> 44,
-  // x.sum(axis=0) 64 -> 57, (x * x).sum() 59 -> 53-57, the sum of a Horner polynomial of 2, 8, 12
+  // (x * x).sum() 59 -> 53-57, the sum of a Horner polynomial of 2, 8, 12
   // operations 66 -> 48, 89 -> 73, 95 -> 78, but of 20 operations 122 -> 137 (hence the limit);
   // 256-bit x 4 or x 8 lost much of the gain. C loops of 512-bit loads summed memory at 0.53 ns
   // per element at every unroll (2-16 vectors), of 256-bit loads at 0.45-0.48.
   std::vector<std::pair<const char*, int>> stream_hints() const {
     const int bytes = tuning_.stream_vector_bytes;
-    if (bytes == 0 || row_stage_ || tile_rows_ || !tile_bufs_.empty()) return body_hints();
+    if (bytes == 0 || row_stage_ || tile_rows_) return body_hints();
     for (const kir::Leaf& l : k_.leaves)
       if (l.kind == kir::LeafKind::Random) return body_hints();
     size_t widest = 1;

@@ -38,7 +38,7 @@ int join_sincos(llvm::Module& m);
 // What the target's tuning asks of loops, beyond its ISA (jit.cpp reads it from LLVM's target).
 struct Tuning {
   // Vector bytes of the loops that stream memory through a body without vector math (see
-  // Printer::body_loop); 0: as wide as the target's vectors.
+  // Printer::stream_hints); 0: as wide as the target's vectors.
   int stream_vector_bytes = 0;
 };
 

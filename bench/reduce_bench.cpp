@@ -6,7 +6,8 @@
 // BM_ReduceNarrow/<fn>/threads:T: the same over 1e6 x 100 in 100000 x 100 chunks (the shape of
 // the GLM seed's X: rows of 800 bytes).
 // fn: sum, prod, mean, min, max, argmin, argmax, any (x > 8: false everywhere, so no early exit
-// anywhere; a standard normal passes 8 with probability 6e-16), all (x < 8: true everywhere).
+// anywhere; a standard normal passes 8 with probability 6e-16), all (x < 8: true everywhere),
+// and the nan-functions nansum ... nanvar (the array has no NaN: the same work as with some).
 // Counter ns_per_element = seconds / elements per iteration.
 // KILN_BENCH_QUICK=1: 300 x 300 in 100 x 100 chunks, 50000 x 100 in 5000 x 100.
 // bench/peers/reduce_peers.py runs NumPy's reductions of the same arrays beside these.
@@ -35,6 +36,14 @@ const std::vector<Case>& cases() {
       {"argmax", [](const kiln::Array& x) { return x.argmax(); }},
       {"any", [](const kiln::Array& x) { return (x > 8.0).any(); }},
       {"all", [](const kiln::Array& x) { return (x < 8.0).all(); }},
+      {"nansum", [](const kiln::Array& x) { return kiln::nansum(x); }},
+      {"nanprod", [](const kiln::Array& x) { return kiln::nanprod(x); }},
+      {"nanmean", [](const kiln::Array& x) { return kiln::nanmean(x); }},
+      {"nanmin", [](const kiln::Array& x) { return kiln::nanmin(x); }},
+      {"nanmax", [](const kiln::Array& x) { return kiln::nanmax(x); }},
+      {"nanargmin", [](const kiln::Array& x) { return kiln::nanargmin(x); }},
+      {"nanargmax", [](const kiln::Array& x) { return kiln::nanargmax(x); }},
+      {"nanvar", [](const kiln::Array& x) { return kiln::nanvar(x); }},
   };
   return c;
 }

@@ -11,7 +11,10 @@ normals, made before the timed region: `square` 6000 x 6000 float64 (Kiln's chun
 median of R repetitions, T = 1 and 2). NumPy: `x.sum()`, `(x > 8).any()` etc. on its own array of
 the same shape (NumPy's reductions run on one thread), the best of 7 after one warm-up, as
 bench/RESULTS.md's earlier tables. any is `(x > 8).any()` and all `(x < 8).all()`: the comparison
-is part of the timed work for both, and neither array has an element past 8 (checked).
+is part of the timed work for both, and neither array has an element past 8 (checked). The
+nan-functions (np.nansum(x) ...) run over the same arrays, which hold no NaN: NumPy's copy the
+array with its NaN replaced (nanmin and nanmax: fmin/fmax.reduce, no copy), Kiln's fold
+where(isnan(x), fill, x) in one pass either way.
 
 Prints a markdown table: ns per element, and NumPy's time over Kiln's one thread (>= 1: Kiln is at
 least as fast per core).
@@ -23,7 +26,8 @@ import time
 
 import numpy as np
 
-FNS = ["sum", "prod", "mean", "min", "max", "argmin", "argmax", "any", "all"]
+FNS = ["sum", "prod", "mean", "min", "max", "argmin", "argmax", "any", "all", "nansum", "nanprod",
+       "nanmean", "nanmin", "nanmax", "nanargmin", "nanargmax", "nanvar"]
 SHAPES = {"square": (6000, 6000), "narrow": (1000000, 100)}
 
 
@@ -32,6 +36,8 @@ def numpy_call(fn, x):
         return lambda: (x > 8).any()
     if fn == "all":
         return lambda: (x < 8).all()
+    if fn.startswith("nan"):
+        return lambda: getattr(np, fn)(x)
     return getattr(x, fn)
 
 

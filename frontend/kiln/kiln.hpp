@@ -343,6 +343,32 @@ inline Array argmax(const Array& a, std::optional<int> axis = std::nullopt, bool
   return a.argmax(axis, kd);
 }
 
+// NumPy's nan-functions: the reduction of the elements that are not NaN (integer and bool operands
+// hold none: the plain reduction). Where every element reduced is NaN (or none is left), nansum
+// is 0, nanprod 1, nanmean, nanmin, nanmax, nanvar and nanstd NaN (NumPy warns), and nanargmin
+// and nanargmax -1 (NumPy raises ValueError; JAX and CuPy also return an index). nanreduce of
+// All or Any is an Error: NumPy has no such function.
+Array nanreduce(ReduceFn f, const Array& a, std::vector<int> axes = {}, bool keepdims = false);
+inline Array nansum(const Array& a, std::vector<int> ax = {}, bool kd = false) {
+  return nanreduce(ReduceFn::Sum, a, std::move(ax), kd);
+}
+inline Array nanprod(const Array& a, std::vector<int> ax = {}, bool kd = false) {
+  return nanreduce(ReduceFn::Prod, a, std::move(ax), kd);
+}
+inline Array nanmean(const Array& a, std::vector<int> ax = {}, bool kd = false) {
+  return nanreduce(ReduceFn::Mean, a, std::move(ax), kd);
+}
+inline Array nanmin(const Array& a, std::vector<int> ax = {}, bool kd = false) {
+  return nanreduce(ReduceFn::Min, a, std::move(ax), kd);
+}
+inline Array nanmax(const Array& a, std::vector<int> ax = {}, bool kd = false) {
+  return nanreduce(ReduceFn::Max, a, std::move(ax), kd);
+}
+Array nanargmin(const Array& a, std::optional<int> axis = std::nullopt, bool keepdims = false);
+Array nanargmax(const Array& a, std::optional<int> axis = std::nullopt, bool keepdims = false);
+Array nanvar(const Array& a, std::vector<int> axes = {}, bool keepdims = false, int ddof = 0);
+Array nanstd(const Array& a, std::vector<int> axes = {}, bool keepdims = false, int ddof = 0);
+
 // ---- structure ---------------------------------------------------------------------------------
 Array concatenate(const std::vector<Array>& arrays, int axis = 0);
 Array stack(const std::vector<Array>& arrays, int axis = 0);

@@ -863,7 +863,17 @@ def _moment(fn, a, axis, dtype, out, ddof, keepdims, correction):
     _no_out(fn, out)
     x = asarray(a) if dtype is None else asarray(a).astype(dtype)
     ddof = int(correction if correction is not None else ddof)
-    return _wrap(getattr(x._a, fn)(_axes(axis, x.ndim), bool(keepdims), ddof))
+    x, axes, keepdims = _each_element_if_no_axis(x, axis, keepdims)
+    impl = getattr(_kiln, fn) if fn.startswith("nan") else getattr(_kiln.Array, fn)
+    return _wrap(impl(x._a, axes, keepdims, ddof))
+
+
+def _each_element_if_no_axis(x, axis, keepdims):
+    """axis=() reduces over no axis (each element alone), not over every axis as Kiln's []: a new
+    trailing axis of length 1 is reduced instead."""
+    if axis == ():
+        return x.reshape(x.shape + (1,)), [-1], False
+    return x, _axes(axis, x.ndim), bool(keepdims)
 
 
 def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, correction=None):
@@ -884,6 +894,62 @@ def argmax(a, axis=None, out=None, *, keepdims=False):
     _no_out("argmax", out)
     x = asarray(a)
     return _wrap(x._a.argmax(None if axis is None else operator.index(axis), bool(keepdims)))
+
+
+# ---- NumPy's nan-functions: the reductions of the elements that are not NaN ----------------------
+# (kiln::nanreduce: one fused pass, two for nanvar). An all-NaN slice gives NaN (nanmean, nanmin,
+# nanmax, nanvar, nanstd; NumPy also warns), 0 (nansum), 1 (nanprod), or -1 (nanargmin,
+# nanargmax: NumPy raises ValueError, which a lazy array cannot before it is computed).
+
+
+def _nanreduce(fn, a, axis, dtype, out, keepdims):
+    _no_out("nan" + fn, out)
+    x = asarray(a)
+    if dtype is not None:
+        x = x.astype(dtype)
+    x, axes, keepdims = _each_element_if_no_axis(x, axis, keepdims)  # nansum's NaN is then 0
+    out = _wrap(_kiln.nanreduce(fn, x._a, axes, keepdims))
+    return out if dtype is None or fn == "mean" else out.astype(dtype, copy=False)
+
+
+def nansum(a, axis=None, dtype=None, out=None, keepdims=False):
+    return _nanreduce("sum", a, axis, dtype, out, keepdims)
+
+
+def nanprod(a, axis=None, dtype=None, out=None, keepdims=False):
+    return _nanreduce("prod", a, axis, dtype, out, keepdims)
+
+
+def nanmean(a, axis=None, dtype=None, out=None, keepdims=False):
+    return _nanreduce("mean", a, axis, dtype, out, keepdims)
+
+
+def nanmin(a, axis=None, out=None, keepdims=False):
+    return _nanreduce("min", a, axis, None, out, keepdims)
+
+
+def nanmax(a, axis=None, out=None, keepdims=False):
+    return _nanreduce("max", a, axis, None, out, keepdims)
+
+
+def nanargmin(a, axis=None, out=None, *, keepdims=False):
+    _no_out("nanargmin", out)
+    x = asarray(a)
+    return _wrap(_kiln.nanreduce("argmin", x._a, _axes(axis, x.ndim), bool(keepdims)))
+
+
+def nanargmax(a, axis=None, out=None, *, keepdims=False):
+    _no_out("nanargmax", out)
+    x = asarray(a)
+    return _wrap(_kiln.nanreduce("argmax", x._a, _axes(axis, x.ndim), bool(keepdims)))
+
+
+def nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, correction=None):
+    return _moment("nanvar", a, axis, dtype, out, ddof, keepdims, correction)
+
+
+def nanstd(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, correction=None):
+    return _moment("nanstd", a, axis, dtype, out, ddof, keepdims, correction)
 
 
 # ---- structure ----------------------------------------------------------------------------------

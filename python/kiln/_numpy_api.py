@@ -123,7 +123,8 @@ for _name in ("sum", "prod", "mean", "var", "std", "min", "max", "amin", "amax",
               "vstack", "hstack", "matmul", "dot", "vdot", "inner", "outer", "tensordot",
               "einsum", "transpose", "permute_dims", "reshape", "ravel", "squeeze", "expand_dims",
               "swapaxes", "moveaxis", "broadcast_to", "zeros_like", "ones_like", "full_like",
-              "empty_like", "isclose", "allclose", "astype", "concat"):
+              "empty_like", "isclose", "allclose", "astype", "concat", "nansum", "nanprod",
+              "nanmean", "nanmin", "nanmax", "nanargmin", "nanargmax", "nanvar", "nanstd"):
     if hasattr(np, _name):
         _implements(getattr(np, _name), getattr(_core, _name))
 # The array API's functions under NumPy's signatures (positional axis, k, n).

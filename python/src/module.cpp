@@ -392,6 +392,12 @@ NB_MODULE(_kiln, m) {
   m.def("reduce", [](const std::string& f, const Array& a, std::vector<int> axes, bool keepdims) {
     return kiln::reduce(reduce_fn(f), a, std::move(axes), keepdims);
   });
+  m.def("nanreduce",
+        [](const std::string& f, const Array& a, std::vector<int> axes, bool keepdims) {
+          return kiln::nanreduce(reduce_fn(f), a, std::move(axes), keepdims);
+        });
+  m.def("nanvar", &kiln::nanvar, "a"_a, "axes"_a, "keepdims"_a, "ddof"_a);
+  m.def("nanstd", &kiln::nanstd, "a"_a, "axes"_a, "keepdims"_a, "ddof"_a);
   m.def("where", [](const Array& c, nb::handle a, nb::handle b) {
     bool ka = nb::isinstance<Array>(a), kb = nb::isinstance<Array>(b);
     if (ka && kb) return kiln::where(c, nb::cast<const Array&>(a), nb::cast<const Array&>(b));

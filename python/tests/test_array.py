@@ -9,6 +9,7 @@ import re
 import subprocess
 import sys
 import threading
+import warnings
 
 import numpy as np
 import pytest
@@ -205,6 +206,46 @@ def test_nan_propagates_through_min_max_and_arg_reductions():
     for fn in ("min", "max", "argmin", "argmax", "sum"):
         for axis in (None, 0, 1):
             check(getattr(np, fn)(k, axis=axis), getattr(np, fn)(a, axis=axis))
+
+
+@pytest.mark.parametrize("fn", ["nansum", "nanprod", "nanmean", "nanmin", "nanmax", "nanvar",
+                                "nanstd", "nanargmin", "nanargmax"])  # fmt: skip
+@pytest.mark.parametrize("dtype", [np.int32, np.float32, np.float64])
+def test_nan_functions_match_numpy(fn, dtype):
+    a = data(dtype, (30, 20, 9))
+    if dtype != np.int32:
+        a[RNG.random(a.shape) < 0.3] = np.nan
+        a[4] = np.nan  # all-NaN slices along the other two axes
+        a[:, 3, 2] = np.nan  # ... and along the first
+        a[5, 6, 7], a[6, 6, 7] = np.inf, -np.inf
+    if fn == "nanprod":
+        a = (np.abs(a) % 3 + 1).astype(dtype) if dtype == np.int32 else 1 + a / 100
+    k = kiln.asarray(a, chunks=(7, 8, 4))
+    arg = fn in ("nanargmin", "nanargmax")
+    axes = [None, 0, 1, 2, -1] if arg else [None, 0, 1, (0, 2), (0, 1, 2), -1, ()]
+    for axis in axes:
+        for keepdims in (False, True):
+            with np.errstate(all="ignore"), warnings.catch_warnings():
+                warnings.simplefilter("ignore", RuntimeWarning)  # NumPy's all-NaN slice warnings
+                if arg:  # NumPy raises ValueError on an all-NaN slice; Kiln gives -1 there
+                    filled = np.where(np.isnan(a), np.inf if fn == "nanargmin" else -np.inf, a)
+                    want = getattr(np, fn[3:])(filled, axis=axis, keepdims=keepdims)
+                    want = np.where(np.isnan(a).all(axis=axis, keepdims=keepdims), -1, want)
+                    if not np.isnan(a).all(axis=axis).any():
+                        assert (want == getattr(np, fn)(a, axis=axis, keepdims=keepdims)).all()
+                else:
+                    want = getattr(np, fn)(a, axis=axis, keepdims=keepdims)
+            check(getattr(np, fn)(k, axis=axis, keepdims=keepdims), want)
+            check(getattr(kiln, fn)(k, axis=axis, keepdims=keepdims), want)
+
+
+def test_var_and_std_over_no_axis_are_zeros_as_numpys():
+    a = data(np.float64, (6, 5))
+    k = kiln.asarray(a, chunks=(4, 2))
+    for fn in ("var", "std", "nanvar", "nanstd"):
+        for keepdims in (False, True):
+            check(getattr(np, fn)(k, axis=(), keepdims=keepdims),
+                  getattr(np, fn)(a, axis=(), keepdims=keepdims))
 
 
 def test_reduction_options_dtype_ddof_and_ufunc_reduce():

@@ -377,3 +377,95 @@ TEST(Reduce, BlocksOfWholeContiguousRowsRunAsOneRow) {
       EXPECT_TRUE(same(got[k], want[k])) << k;
   }
 }
+
+// NumPy's nan-functions: every one, over axis subsets and keepdims, float64 and float32, uneven
+// chunks (partials through the combine tree), a row and a column of NaN only (all-NaN slices:
+// nanmean, nanmin, nanmax, nanvar, nanstd NaN, nansum 0, nanprod 1), infinities beside NaN.
+TEST(Reduce, NanFunctionsMatchNumPy) {
+  NDArray a = kt::random_array(DType::Float64, {19, 13}, 70, -2, 2);
+  auto* p = static_cast<double*>(a.data());
+  for (int64_t k = 0; k < a.size(); k += 3) p[k] = NAN;
+  for (int64_t j = 0; j < 13; ++j) p[5 * 13 + j] = NAN;  // row 5
+  for (int64_t i = 0; i < 19; ++i) p[i * 13 + 4] = NAN;  // column 4
+  p[7 * 13 + 2] = INFINITY;
+  p[8 * 13 + 2] = -INFINITY;
+  NDArray a32 = kt::numpy({{"a", a}}, {"a.astype(np.float32)"})[0];
+  for (const NDArray* in : {&a, &a32}) {
+    const bool f32 = in->dtype() == DType::Float32;
+    Array x = lazy(*in, {6, 4});
+    std::vector<std::string> exprs;
+    std::vector<Array> got;
+    for (const auto& [ax, np] : std::vector<std::pair<std::vector<int>, std::string>>{
+             {{}, "None"}, {{0}, "0"}, {{-1}, "1"}, {{0, 1}, "(0, 1)"}}) {
+      for (bool kd : {false, true}) {
+        std::string k = std::string(", keepdims=") + (kd ? "True" : "False") + ")";
+        for (const char* f : {"nansum", "nanprod", "nanmean", "nanmin", "nanmax", "nanvar"})
+          exprs.push_back(std::string("np.") + f + "(a, axis=" + np + k);
+        exprs.push_back("np.nanstd(a, axis=" + np + ", ddof=1" + k);
+        got.insert(got.end(),
+                   {nansum(x, ax, kd), nanprod(x * 0.5 + 1, ax, kd), nanmean(x, ax, kd),
+                    nanmin(x, ax, kd), nanmax(x, ax, kd), nanvar(x, ax, kd), nanstd(x, ax, kd, 1)});
+        exprs[exprs.size() - 6] = "np.nanprod(a * 0.5 + 1, axis=" + np + k;
+      }
+    }
+    auto want = kt::numpy({{"a", *in}}, exprs);  // (NumPy warns on the all-NaN slices)
+    auto res = compute(got);
+    for (size_t k = 0; k < exprs.size(); ++k) {
+      EXPECT_EQ(res[k].dtype(), want[k].dtype()) << exprs[k];
+      EXPECT_TRUE(same(res[k], want[k], f32 ? 2e-5 : 1e-12)) << exprs[k] << (f32 ? " f32" : "");
+    }
+  }
+}
+
+TEST(Reduce, NanArgFunctionsMatchNumPyAndGiveMinusOneForAllNaNSlices) {
+  NDArray a = kt::random_array(DType::Float64, {9, 14}, 71);
+  auto* p = static_cast<double*>(a.data());
+  for (int64_t k = 1; k < a.size(); k += 4) p[k] = NAN;
+  for (int64_t j = 0; j < 14; ++j) p[3 * 14 + j] = NAN;  // row 3: all NaN
+  p[0] = -INFINITY;                                      // an infinity before a NaN
+  Array x = lazy(a, {4, 5});
+  auto want = kt::numpy({{"a", a}},
+                        {"np.nanargmax(a)", "np.nanargmin(a)", "np.nanargmax(a, axis=0)",
+                         "np.nanargmin(a, axis=0)", "np.nanargmax(np.delete(a, 3, 0), axis=1)"});
+  auto got = compute({nanargmax(x), nanargmin(x), nanargmax(x, 0), nanargmin(x, 0), nanargmax(x, 1),
+                      nanargmin(x, -1, true)});
+  for (size_t k = 0; k < 4; ++k) EXPECT_TRUE(same(got[k], want[k])) << k;
+  // Along rows: row 3 is all NaN (NumPy raises ValueError there): -1; the others as NumPy's.
+  auto rows = static_cast<const int64_t*>(got[4].data());
+  auto kept = static_cast<const int64_t*>(want[4].data());
+  for (int64_t i = 0; i < 9; ++i) EXPECT_EQ(rows[i], i == 3 ? -1 : kept[i - (i > 3)]) << i;
+  EXPECT_EQ(got[5].shape(), (Shape{9, 1}));
+  EXPECT_EQ(static_cast<const int64_t*>(got[5].data())[3], -1);
+  NDArray nan0 = kt::make_array(DType::Float64, {}, {NAN});
+  EXPECT_EQ(nanargmax(lazy(nan0)).compute().item<int64_t>(), -1);
+}
+
+TEST(Reduce, NanFunctionsOfIntegersBoolsAndEmptyArraysAreNumPys) {
+  NDArray i = kt::random_array(DType::Int32, {12, 5}, 72, -50, 50);
+  Array x = lazy(i, {5, 2});
+  auto want = kt::numpy({{"i", i}}, {"np.nansum(i)", "np.nanmean(i, axis=0)", "np.nanmax(i)",
+                                     "np.nanargmin(i, axis=1)", "np.nanvar(i, axis=1, ddof=1)",
+                                     "np.nanprod(i % 3 + 1, axis=0)"});
+  auto got = compute({nansum(x), nanmean(x, {0}), nanmax(x), nanargmin(x, 1),
+                      nanvar(x, {1}, false, 1), nanprod(x % 3 + 1, {0})});
+  for (size_t k = 0; k < got.size(); ++k) {
+    EXPECT_EQ(got[k].dtype(), want[k].dtype()) << k;
+    EXPECT_TRUE(same(got[k], want[k], 1e-13)) << k;
+  }
+  Array e = zeros({0, 3}, {}, DType::Float64);
+  EXPECT_EQ(nansum(e).compute().item<double>(), 0.0);
+  EXPECT_TRUE(std::isnan(nanmean(e).compute().item<double>()));
+  NDArray v = nanvar(e, {0}).compute();  // each column empty
+  ASSERT_EQ(v.shape(), Shape{3});
+  for (int k = 0; k < 3; ++k) EXPECT_TRUE(std::isnan(static_cast<const double*>(v.data())[k]));
+  try {
+    nanmax(e);
+    ADD_FAILURE() << "nanmax of an empty array returned";
+  } catch (const Error& err) {
+    EXPECT_NE(std::string(err.what()).find("nanmax"), std::string::npos) << err.what();
+  }
+  EXPECT_THROW(nanreduce(ReduceFn::All, e), Error);
+  EXPECT_THROW(nanargmin(zeros({4, 0}), 1), Error);
+  EXPECT_THROW(nansum(Array()), Error);
+  EXPECT_THROW(nanvar(e, {2}), Error);  // axis out of range
+}

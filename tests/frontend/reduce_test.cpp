@@ -259,6 +259,30 @@ TEST(Reduce, ReductionsAlongRowsOfBuffersCutIntoColumnsMatchNumPy) {
   }
 }
 
+TEST(Reduce, RowsMergedIntoBlocksStartingAtAlignedRowsMatchNumPy) {
+  // Rows of 64 float64 (512 bytes) in 16-column chunks: the merged blocks' rows are cut at
+  // multiples of 8 rows (4 KiB) where the chunk allows it, into pieces of uneven sizes
+  // (8, 16, 8, 8 rows of a 40-row chunk; 8, 8, 4 of the last 20). NumPy's values, NaN included.
+  NDArray x = kt::random_array(DType::Float64, {100, 64}, 8);
+  NDArray n = clone(x);
+  static_cast<double*>(n.data())[64 * 57 + 3] = NAN;
+  std::vector<NDArray> want =
+      kt::numpy({{"x", x}, {"n", n}},
+                {"np.sum(x)", "np.max(x)", "np.argmin(x)", "np.sum(x, axis=1)",
+                 "np.argmax(n, axis=1)", "np.nanmax(n)", "np.nanmin(n, axis=1)", "np.max(n)"});
+  for (int threads : {1, 2}) {
+    ComputeOptions o;
+    o.threads = threads;
+    Array a = lazy(x, {40, 16}), b = lazy(n, {40, 16});
+    std::vector<NDArray> got = compute(
+        {a.sum(), a.max(), a.argmin(), a.sum({1}), b.argmax(1), nanmax(b), nanmin(b, {1}), b.max()},
+        o);
+    for (size_t k = 0; k < got.size(); ++k)
+      EXPECT_TRUE(same(got[k], want[k], k == 0 || k == 3 ? 1e-12 : 0))
+          << k << " threads " << threads;
+  }
+}
+
 TEST(Reduce, LongFloatSumsAreAsAccurateAsNumPys) {
   // NumPy sums pairwise; a plain vectorized loop added n / lanes values in sequence per lane: the
   // mean of 10^7 float32 0.1s came out 0.09985014 in one block (NumPy 0.09999894).

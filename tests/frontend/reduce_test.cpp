@@ -164,6 +164,54 @@ TEST(Reduce, ArgReductionsOverLongRowsMatchNumPyWithTiesNaNsAndZeros) {
   }
 }
 
+TEST(Reduce, ArgReductionsOverShortRowsMatchNumPy) {
+  // Rows of lanes to 1024 elements of an array in memory run one vector pass (the last vector
+  // overlapping the others where the lanes do not divide the row): rows of 1 to 1025, values from
+  // a small set (ties within and across lanes and rows), -0.0 beside +0.0, infinities, NaNs (one
+  // row all NaN), each float and integer type; along rows, and over the whole of a slice whose
+  // rows are not contiguous (each row's result folds into the partial in row order).
+  for (int64_t n : {1, 3, 4, 7, 8, 9, 16, 17, 31, 100, 1000, 1024, 1025}) {
+    NDArray x = kt::random_array(DType::Float64, {9, n + 3}, 24 + n, 0, 1);
+    double* d = static_cast<double*>(x.data());
+    for (int64_t k = 0; k < x.size(); ++k) d[k] = std::floor(d[k] * 5) - 2;  // -2 .. 2
+    for (int64_t k = 0; k < x.size(); k += 7) d[k] = k % 2 ? -0.0 : 0.0;
+    for (int64_t j = 0; j < n + 3; ++j) d[4 * (n + 3) + j] = NAN;
+    d[(n + 3) + n / 2] = NAN;
+    d[2 * (n + 3) + n - 1] = INFINITY;
+    d[3 * (n + 3) + n / 3] = -INFINITY;
+    NDArray no_nan = clone(x);
+    double* e = static_cast<double*>(no_nan.data());
+    for (int64_t k = 0; k < no_nan.size(); ++k)
+      if (!std::isfinite(e[k])) e[k] = 2;
+    // The arrays as they are in memory (a cast would be fused into the kernel's value).
+    std::vector<NDArray> arrays =
+        kt::numpy({{"x", x}, {"y", no_nan}},
+                  {"x", "y", "y.astype(np.int32)", "y.astype(np.int64)", "x.astype(np.float32)"});
+    std::vector<std::string> exprs;
+    for (size_t a = 0; a < arrays.size(); ++a)
+      for (const char* f : {"argmax", "argmin"})
+        for (const char* axis : {"1", "None"})
+          exprs.push_back(std::string("np.") + f + "(a" + std::to_string(a) +
+                          "[:, :" + std::to_string(n) + "], axis=" + axis + ")");
+    std::vector<NDArray> want = kt::numpy({{"a0", arrays[0]},
+                                           {"a1", arrays[1]},
+                                           {"a2", arrays[2]},
+                                           {"a3", arrays[3]},
+                                           {"a4", arrays[4]}},
+                                          exprs);
+    size_t at = 0;
+    for (const NDArray& a : arrays) {
+      Array v = lazy(a, {4, n + 3}).slice({Slice(), Slice(0, n)});
+      for (bool is_max : {true, false})
+        for (std::optional<int> axis : {std::optional<int>(1), std::optional<int>()}) {
+          Array r = is_max ? v.argmax(axis) : v.argmin(axis);
+          EXPECT_TRUE(same(r.compute(), want[at])) << exprs[at] << " n " << n;
+          ++at;
+        }
+    }
+  }
+}
+
 TEST(Reduce, MinMaxOverRowsWhoseEndsRunInTheirOwnLoopMatchNumPy) {
   // A float max/min fold runs a row's first multiple of 16 vectors in one loop and the rest (a
   // row shorter than that whole) in another: rows of 1000 (a rest of 104 or 40 elements), 300,

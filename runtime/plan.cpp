@@ -585,12 +585,13 @@ class PlanBuilder {
 
   // The row count that coalesce_rows' blocks start at multiples of (from the domain's first row,
   // which is the buffer's unless it is sliced): the fewest rows that are a multiple of 4 KiB in
-  // every memory leaf, else of 1 KiB, else 1, where that is at most a block's share of the rows. A
-  // loop streaming 16 vectors from a block that starts off a 1 KiB boundary ran slower on the Xeon
-  // AMX (NumPy's 6000 x 6000 float64 in 2000 x 2000 chunks, coalesced into 9 blocks of 667 rows,
-  // one thread): x.max() 22.1 ms against 19.6 in 672-row blocks, x.nanmax() 35 against 20; the same
-  // kernel over one block starting at a page offset of 256, 512 or 768 bytes 25-28 ms, at 0, 1024
-  // or 2048 20.
+  // every memory leaf, else of 1 KiB, else 1, where that is at most a block's share of the rows.
+  // On the Xeon AMX a 16-vector loop over a block starting off a 1 KiB boundary ran slower (NumPy's
+  // 6000 x 6000 float64 in 2000 x 2000 chunks, coalesced into 9 blocks of 667 rows, one thread:
+  // x.max() 22.1 ms against 19.6 in 672-row blocks, nanmax 35 against 20). Max/min folds now start
+  // their main loop on such a boundary themselves (Printer::aligned_leaf); what is left here is
+  // small: blocks of 667 against 672 rows, sum 16.6 / 16.3 ms, nansum 22.5 / 21.3, argmax 20.5 /
+  // 20.2, max 19.0 / 18.3.
   int64_t aligned_rows(const PlanGroup& g, int64_t merged) const {
     const kir::Kernel& k = g.lowered.kernel;
     const int rank = k.rank;

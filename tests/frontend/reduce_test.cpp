@@ -212,6 +212,45 @@ TEST(Reduce, ArgReductionsOverShortRowsMatchNumPy) {
   }
 }
 
+TEST(Reduce, MinMaxFoldsWhoseMainLoopStartsOnABoundaryMatchNumPy) {
+  // A max/min fold over a long row starts its 16-vector loop at the first element on a 1 KiB
+  // boundary: the elements before it run in a loop of their own. Rows starting at each of 10
+  // offsets into a buffer, with a NaN before the boundary, in the main loop, in the rest, or
+  // none; the extreme before the boundary; -0.0 and +0.0; float64, float32 and int32.
+  NDArray base = kt::random_array(DType::Float64, {6010}, 25, -1, 1);
+  for (int where : {-1, 3, 3000, 5990}) {
+    NDArray x = clone(base);
+    double* d = static_cast<double*>(x.data());
+    d[5] = 7;  // the maximum, before any boundary the row's start can have (x 1000 in int32)
+    d[6] = -7;
+    d[4000] = -0.0;
+    if (where >= 0) d[where] = NAN;
+    std::vector<NDArray> arrays =
+        kt::numpy({{"x", x}}, {"x", "x.astype(np.float32)", "(x * 1000).astype(np.int32)"});
+    std::vector<std::string> exprs;
+    std::vector<Array> got;
+    for (size_t a = 0; a < arrays.size(); ++a) {
+      for (int64_t off = 0; off < 10; ++off) {
+        std::string v = "a" + std::to_string(a) + "[" + std::to_string(off) + ":" +
+                        std::to_string(off + 6000) + "]";
+        Array r = lazy(arrays[a]).slice({Slice(off, off + 6000)});
+        exprs.insert(exprs.end(), {"np.max(" + v + ")", "np.min(" + v + ")",
+                                   "np.any(" + v + " > 6.5)", "np.all(" + v + " < 6.5)"});
+        got.insert(got.end(), {r.max(), r.min(), (r > 6.5).any(), (r < 6.5).all()});
+        if (a < 2) {
+          exprs.insert(exprs.end(), {"np.nanmax(" + v + ")", "np.nanmin(" + v + ")"});
+          got.insert(got.end(), {nanmax(r), nanmin(r)});
+        }
+      }
+    }
+    std::vector<NDArray> want =
+        kt::numpy({{"a0", arrays[0]}, {"a1", arrays[1]}, {"a2", arrays[2]}}, exprs);
+    std::vector<NDArray> res = compute(got);
+    for (size_t k = 0; k < res.size(); ++k)
+      EXPECT_TRUE(same(res[k], want[k])) << exprs[k] << " where " << where;
+  }
+}
+
 TEST(Reduce, MinMaxOverRowsWhoseEndsRunInTheirOwnLoopMatchNumPy) {
   // A float max/min fold runs a row's first multiple of 16 vectors in one loop and the rest (a
   // row shorter than that whole) in another: rows of 1000 (a rest of 104 or 40 elements), 300,

@@ -935,13 +935,15 @@ def nanmax(a, axis=None, out=None, keepdims=False):
 def nanargmin(a, axis=None, out=None, *, keepdims=False):
     _no_out("nanargmin", out)
     x = asarray(a)
-    return _wrap(_kiln.nanreduce("argmin", x._a, _axes(axis, x.ndim), bool(keepdims)))
+    axes = [] if axis is None else [operator.index(axis)]  # one axis, as NumPy's
+    return _wrap(_kiln.nanreduce("argmin", x._a, axes, bool(keepdims)))
 
 
 def nanargmax(a, axis=None, out=None, *, keepdims=False):
     _no_out("nanargmax", out)
     x = asarray(a)
-    return _wrap(_kiln.nanreduce("argmax", x._a, _axes(axis, x.ndim), bool(keepdims)))
+    axes = [] if axis is None else [operator.index(axis)]  # one axis, as NumPy's
+    return _wrap(_kiln.nanreduce("argmax", x._a, axes, bool(keepdims)))
 
 
 def nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, correction=None):

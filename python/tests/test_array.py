@@ -239,6 +239,13 @@ def test_nan_functions_match_numpy(fn, dtype):
             check(getattr(kiln, fn)(k, axis=axis, keepdims=keepdims), want)
 
 
+def test_nan_arg_functions_take_one_axis_as_numpys():
+    k = kiln.asarray(data(np.float64, (6, 5)))
+    for fn in (kiln.nanargmin, kiln.nanargmax, np.nanargmax):
+        with pytest.raises(TypeError):
+            fn(k, axis=(0, 1))
+
+
 def test_var_and_std_over_no_axis_are_zeros_as_numpys():
     a = data(np.float64, (6, 5))
     k = kiln.asarray(a, chunks=(4, 2))

@@ -152,10 +152,11 @@ Array nanvar(const Array& a, std::vector<int> axes, bool keepdims, int ddof) {
   if (!is_float(a.dtype())) return a.var(std::move(axes), keepdims, ddof);
   Array isnan_a = kiln::isnan(a);
   Array sum = reduce_as("nanvar", ReduceFn::Sum, where(isnan_a, 0.0, a), axes, true);
-  Array mean = divide_by_count(sum, kiln::logical_not(isnan_a).sum(axes, true), a.dtype());
-  Array d = where(isnan_a, 0.0, a - mean);
-  Array dof = kiln::logical_not(isnan_a).sum(axes, keepdims) - int64_t{ddof};
-  Array v = divide_by_count((d * d).sum(axes, keepdims), dof, a.dtype());
+  Array count = kiln::logical_not(isnan_a).sum(axes, true);  // with the sum, in the first pass
+  Array d = where(isnan_a, 0.0, a - divide_by_count(sum, count, a.dtype()));
+  Array squares = (d * d).sum(axes, keepdims);
+  Array dof = (keepdims ? count : count.reshape(squares.shape())) - int64_t{ddof};
+  Array v = divide_by_count(squares, dof, a.dtype());
   return where(dof <= int64_t{0}, std::numeric_limits<double>::quiet_NaN(), v);
 }
 

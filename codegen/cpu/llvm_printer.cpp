@@ -422,14 +422,18 @@ class Printer {
       idx_[in] = saved_col;
       Value* lines = b_.CreateUDiv(b_.CreateAdd(row_bytes, b_.getInt64(63)), b_.getInt64(64));
       simple_loop("prefetch.line", lines, {}, [&](Value* j) {
-        Value* at = b_.CreateGEP(b_.getInt8Ty(), start, b_.CreateMul(j, b_.getInt64(64)));
-        // llvm.prefetch(address, read, locality 3 (keep in all levels), data)
-        b_.CreateIntrinsic(llvm::Intrinsic::prefetch, {at->getType()},
-                           {at, b_.getInt32(0), b_.getInt32(3), b_.getInt32(1)});
+        prefetch(b_.CreateGEP(b_.getInt8Ty(), start, b_.CreateMul(j, b_.getInt64(64))));
       });
       b_.CreateBr(done);
       b_.SetInsertPoint(done);
     }
+  }
+
+  // llvm.prefetch(at, read, locality 3 (keep in all levels), data). A hint: an address past the
+  // buffer never faults.
+  void prefetch(Value* at) {
+    b_.CreateIntrinsic(llvm::Intrinsic::prefetch, {at->getType()},
+                       {at, b_.getInt32(0), b_.getInt32(3), b_.getInt32(1)});
   }
 
   // Row output o's result for VOp::Row after its row stage: the value its partial holds, the
@@ -441,7 +445,7 @@ class Printer {
 
   // The innermost loop over the active stage's outputs (all of them without a row stage).
   void inner_loop(int d) {
-    if (short_arg_output() >= 0) return short_arg_rows(d, static_cast<size_t>(short_arg_output()));
+    if (int o = short_arg_output(); o >= 0) return short_arg_rows(d, static_cast<size_t>(o));
     if (any_compensated() || any_scanned()) return strip_loop(d);
     set_accumulators(
         body_loop("inner", ext_[d], accumulator_identities(), [&](Value* i) { idx_[d] = i; }));
@@ -549,21 +553,11 @@ class Printer {
       return not_in_outputs(
           b_.CreateAlignedLoad(vt, b_.CreateGEP(et, first, j), llvm::Align(dtype_size(out.type))));
     };
-    llvm::Function* prefetch =
-        llvm::Intrinsic::getDeclaration(&m_, llvm::Intrinsic::prefetch, {b_.getPtrTy()});
     Value* ahead = b_.getInt64(kArgPrefetchBytes / static_cast<int64_t>(dtype_size(out.type)));
     auto step = [&](Value* j, const std::vector<Value*>& acc) {
-      // (a prefetch past the array's end is only a hint: it never faults)
-      b_.CreateCall(prefetch, {b_.CreateGEP(et, first, b_.CreateAdd(j, ahead)), b_.getInt32(0),
-                               b_.getInt32(3), b_.getInt32(1)});
+      prefetch(b_.CreateGEP(et, first, b_.CreateAdd(j, ahead)));
       Value* v = load(j);
-      Value* better;
-      if (fp)
-        better =
-            b_.CreateOr(is_max ? b_.CreateFCmpOGT(v, acc[0]) : b_.CreateFCmpOLT(v, acc[0]),
-                        b_.CreateAnd(b_.CreateFCmpUNO(v, v), b_.CreateFCmpORD(acc[0], acc[0])));
-      else
-        better = is_max ? b_.CreateICmpSGT(v, acc[0]) : b_.CreateICmpSLT(v, acc[0]);
+      Value* better = strictly_better(out, acc[0], v);
       Value* at = b_.CreateAdd(b_.CreateVectorSplat(lanes, j), iota);
       return std::vector<Value*>{b_.CreateSelect(better, v, acc[0]),
                                  b_.CreateSelect(better, at, acc[1])};
@@ -948,13 +942,14 @@ class Printer {
     int64_t group = vector_math_step();
     std::vector<std::pair<const char*, int>> main_hints = body_hints(),
                                              rest_hints = {{"llvm.loop.interleave.count", 1}};
-    if (group == 0 && (group = min_max_step()) != 0) {
+    const bool min_max = group == 0 && (group = min_max_step()) != 0;
+    if (min_max) {
       main_hints = {{"llvm.loop.interleave.count", 16}};
       rest_hints = body_hints();
     }
     if (group == 0) return simple_loop(name, n, std::move(init), step, stream_hints());
     Value* head = b_.getInt64(0);
-    if (int l = aligned_leaf(); l >= 0 && min_max_step() == group) {
+    if (int l = aligned_leaf(); l >= 0 && min_max) {
       // A max/min fold's main loop starts at the first element of leaf l on a 1 KiB boundary: the
       // elements before it run in a loop of their own first (only which lanes fold which elements
       // changes, which IEEE maximum/minimum, integer min/max, all and any do not see).
@@ -1233,18 +1228,19 @@ class Printer {
   }
   // Whether a candidate of value v would replace (acc, acc_idx): none yet, or strictly better.
   Value* arg_better(const kir::Output& o, Value* acc, Value* acc_idx, Value* v) {
+    return b_.CreateOr(b_.CreateICmpSLT(acc_idx, b_.getInt64(0)), strictly_better(o, acc, v));
+  }
+  // v beats acc for argmin/argmax o: smaller or larger, for floats also a NaN over a number
+  // (scalars, or vectors lane by lane).
+  Value* strictly_better(const kir::Output& o, Value* acc, Value* v) {
     bool is_max = o.fn == ReduceFn::ArgMax;
-    Value* better;
     if (is_float(o.type)) {
       Value* cmp = is_max ? b_.CreateFCmpOGT(v, acc) : b_.CreateFCmpOLT(v, acc);
       Value* nan_wins = b_.CreateAnd(b_.CreateFCmpUNO(v, v), b_.CreateFCmpORD(acc, acc));
-      better = b_.CreateOr(cmp, nan_wins);
-    } else if (o.type == DType::Bool) {
-      better = is_max ? b_.CreateICmpUGT(v, acc) : b_.CreateICmpULT(v, acc);
-    } else {
-      better = is_max ? b_.CreateICmpSGT(v, acc) : b_.CreateICmpSLT(v, acc);
+      return b_.CreateOr(cmp, nan_wins);
     }
-    return b_.CreateOr(b_.CreateICmpSLT(acc_idx, b_.getInt64(0)), better);
+    if (o.type == DType::Bool) return is_max ? b_.CreateICmpUGT(v, acc) : b_.CreateICmpULT(v, acc);
+    return is_max ? b_.CreateICmpSGT(v, acc) : b_.CreateICmpSLT(v, acc);
   }
 
   void finish_inner_reductions() {

@@ -1757,7 +1757,10 @@ class Run {
     return true;
   }
 
-  // Copies a combined partial into the reduction's result array (scaling for mean).
+  // Copies a combined partial into the reduction's result array (scaling for mean), a row of
+  // the region's innermost dim at a time: a row reduction's result (X b of a GLM pass, 8 bytes a
+  // row of X) is as long as the array has rows, and indexing each element through every dim
+  // took 5% of a logistic gradient's compute over a 100000 x 100 block.
   template <class T>
   void write_result(const PlanReduce& r, int64_t block, const T* acc) {
     ensure_array(r.array);
@@ -1765,23 +1768,32 @@ class Run {
     const int64_t base = p_.result_region(r, block, &dims, &strides);
     void* out = data_[r.array].get();
     // float32 sums were accumulated in float64: rounded once, here.
-    bool narrow = std::is_same_v<T, double> && r.out == DType::Float32;
-    int64_t n = num_elements(dims);
-    std::vector<int64_t> idx(dims.size(), 0);
-    for (int64_t e = 0; e < n; ++e) {
-      int64_t addr = base;
-      for (size_t d = 0; d < dims.size(); ++d) addr += idx[d] * strides[d];
-      T v = acc[e];
+    const bool narrow = std::is_same_v<T, double> && r.out == DType::Float32;
+    const int64_t n = num_elements(dims);
+    if (n == 0) return;
+    const int64_t inner = dims.empty() ? 1 : dims.back();
+    const int64_t step = dims.empty() ? 1 : strides.back();
+    auto row = [&](const T* in, auto* to) {
+      using U = std::remove_pointer_t<decltype(to)>;
       if (r.fn == ReduceFn::Mean) {
-        if constexpr (std::is_floating_point_v<T>)
-          v = r.count > 0 ? static_cast<T>(v / static_cast<T>(r.count))
-                          : std::numeric_limits<T>::quiet_NaN();
+        if constexpr (std::is_floating_point_v<T>) {
+          const T nan = std::numeric_limits<T>::quiet_NaN(), count = static_cast<T>(r.count);
+          for (int64_t e = 0; e < inner; ++e)
+            to[e * step] = static_cast<U>(r.count > 0 ? static_cast<T>(in[e] / count) : nan);
+          return;
+        }
       }
+      for (int64_t e = 0; e < inner; ++e) to[e * step] = static_cast<U>(in[e]);
+    };
+    std::vector<int64_t> idx(dims.size(), 0);  // the outer dims' index; the innermost stays 0
+    for (int64_t e = 0; e < n; e += inner) {
+      int64_t addr = base;
+      for (size_t d = 0; d + 1 < dims.size(); ++d) addr += idx[d] * strides[d];
       if (narrow)
-        static_cast<float*>(out)[addr] = static_cast<float>(v);
+        row(acc + e, static_cast<float*>(out) + addr);
       else
-        static_cast<T*>(out)[addr] = v;
-      for (size_t d = dims.size(); d-- > 0;) {
+        row(acc + e, static_cast<T*>(out) + addr);
+      for (size_t d = dims.size() - (dims.empty() ? 0 : 1); d-- > 0;) {
         if (++idx[d] < dims[d]) break;
         idx[d] = 0;
       }

@@ -866,6 +866,10 @@ Result lbfgs(const Array& X, const Array& y, const Options& o) {
   return res;
 }
 
+// admm's row pieces per chunk where chunks are solved one at a time (below): a fixed number, so
+// that results do not depend on the thread count.
+constexpr int64_t kAdmmPieces = 8;
+
 Result admm(const Array& X, const Array& y, const Options& o) {
   Problem pr = prepare("admm", X, y, o, Smooth::NotRequired);
   if (!(o.rho > 0) || !std::isfinite(o.rho) || !(o.reltol >= 0) || !std::isfinite(o.over_relax))
@@ -883,6 +887,24 @@ Result admm(const Array& X, const Array& y, const Options& o) {
     ys.push_back(pr.y.slice({Slice(start, start + size)}));
     start += size;
   }
+  // On the host, outside a distributed program, each chunk's local problem is solved to its end
+  // before the next chunk's starts, its rows split into kAdmmPieces blocks for the threads: the
+  // chunk's 20-odd passes then read the same rows, which stay in the last-level cache where they
+  // fit (a chunk of 100000 x 100 float64, 80 MB: 2.3 ms a pass from the cache instead of 3.7 from
+  // memory on a 2-vCPU Xeon). Elsewhere (GPUs, MPI ranks, each holding chunks of their own) every
+  // round is one compute over all the chunks still solving. The local problems do not interact
+  // within an iteration, so the order changes nothing but the gradient's summation order.
+  const bool chunk_major = (resolve_device(pr.opt.device) == Device::Cpu ||
+                            resolve_device(pr.opt.device) == Device::Interp) &&
+                           !(pr.opt.distributed && distributed::size() > 1);
+  std::vector<Array> Xp, yp;  // chunk_major: the chunks in pieces (views)
+  if (chunk_major)
+    for (size_t i = 0; i < k; ++i) {
+      const int64_t size = sizes[i], piece = std::max((size + kAdmmPieces - 1) / kAdmmPieces,
+                                                      std::min<int64_t>(size, 256));
+      Xp.push_back(Xs[i].rechunk({piece, p}));
+      yp.push_back(ys[i].rechunk({piece}));
+    }
   std::vector<double> z(p, 0.0);
   std::vector<std::vector<double>> u(k, std::vector<double>(p, 0.0)), betas(k);
   Result res;
@@ -894,15 +916,35 @@ Result admm(const Array& X, const Array& y, const Options& o) {
   const double local_pgtol =
       strict ? std::min(1e-5, o.gtol * pr.n / static_cast<double>(k) / 2) : 1e-5;
   for (int it = 0; it < max_iter; ++it) {
-    // x-update: every chunk's local L-BFGS from ones (dask-glm never carries betas over); each
-    // round is one compute over every chunk, so that every round is the same plan, in which the
-    // chunks already done are skipped (ComputeOptions::skip): their kernels do not run.
+    // x-update: every chunk's local L-BFGS from ones (dask-glm never carries betas over), chunk
+    // after chunk where chunk_major; otherwise in rounds, each one compute over every chunk, so
+    // that every round is the same plan, in which the chunks already done are skipped
+    // (ComputeOptions::skip): their kernels do not run.
     std::vector<Lbfgs> local;
     for (size_t i = 0; i < k; ++i)
       local.emplace_back(std::vector<double>(p, 1.0), local_pgtol, 200, 250, strict);
     auto all_done = [&] {
       return std::all_of(local.begin(), local.end(), [](const Lbfgs& l) { return l.done(); });
     };
+    // Chunk i's loss and loss gradient at its local point -> its L-BFGS.
+    auto take = [&](size_t i, const NDArray& loss_value, const NDArray& loss_gradient) {
+      const std::vector<double>& b = local[i].point();
+      std::vector<double> g = pr.out(values(loss_gradient)), d(p);
+      for (int64_t j = 0; j < p; ++j) {
+        d[j] = b[j] - z[j] + u[i][j];
+        g[j] += rho * d[j];
+      }
+      local[i].take(scalar_of(loss_value) + rho / 2 * dot(d, d), g);
+    };
+    if (chunk_major) {
+      for (size_t i = 0; i < k; ++i)
+        while (!local[i].done()) {
+          Array xb = matmul(Xp[i], vec(pr.in(local[i].point())));
+          std::vector<NDArray> r =
+              compute({loss(pr.family, xb, yp[i]), gradient(pr.family, xb, Xp[i], yp[i])}, pr.opt);
+          take(i, r[0], r[1]);
+        }
+    }
     ComputeOptions round = pr.opt;
     while (!all_done()) {
       std::vector<Array> outs;
@@ -914,16 +956,8 @@ Result admm(const Array& X, const Array& y, const Options& o) {
         round.skip.insert(round.skip.end(), 2, local[i].done());
       }
       std::vector<NDArray> r = compute(outs, round);
-      for (size_t i = 0; i < k; ++i) {
-        if (local[i].done()) continue;
-        const std::vector<double>& b = local[i].point();
-        std::vector<double> g = pr.out(values(r[2 * i + 1])), d(p);
-        for (int64_t j = 0; j < p; ++j) {
-          d[j] = b[j] - z[j] + u[i][j];
-          g[j] += rho * d[j];
-        }
-        local[i].take(scalar_of(r[2 * i]) + rho / 2 * dot(d, d), g);
-      }
+      for (size_t i = 0; i < k; ++i)
+        if (!local[i].done()) take(i, r[2 * i], r[2 * i + 1]);
     }
     for (size_t i = 0; i < k; ++i) betas[i] = local[i].x();
     // z-update (the proximal operator of the penalty) and u-update, over-relaxed.

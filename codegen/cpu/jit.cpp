@@ -10,6 +10,7 @@
 #include <llvm/MC/MCSubtargetInfo.h>
 #include <llvm/MC/TargetRegistry.h>
 #include <llvm/Passes/PassBuilder.h>
+#include <llvm/Support/CommandLine.h>
 #include <llvm/Support/DynamicLibrary.h>
 #include <llvm/Support/MemoryBuffer.h>
 #include <llvm/Support/SmallVectorMemoryBuffer.h>
@@ -119,6 +120,15 @@ class Jit {
   Jit() {
     llvm::InitializeNativeTarget();
     llvm::InitializeNativeTargetAsmPrinter();
+    // The loop vectorizer's remainder loops are vectorized too from main loops of 8 lanes on
+    // (LLVM's default: 16), so that rows shorter than the main loop's 8 lanes x 4 interleaved
+    // (float64 on AVX-512) run in vectors instead of one element at a time. One thread, 4e6 x 25
+    // float64 (Xeon AMX): max(axis=1) 280 -> 76 ms (NumPy 190), max(axis=0) 290 -> 51 (NumPy
+    // 119). An LLVM option of the process, set unless the program set it itself.
+    auto& options = llvm::cl::getRegisteredOptions();
+    if (auto it = options.find("epilogue-vectorization-minimum-VF");
+        it != options.end() && it->second->getNumOccurrences() == 0)
+      it->second->addOccurrence(0, it->first(), "8");
     llvm::sys::DynamicLibrary::LoadLibraryPermanently("libmvec.so.1");
     auto jtmb = llvm::orc::JITTargetMachineBuilder::detectHost();
     if (!jtmb) throw Error("compile: cannot detect the host CPU: " + toString(jtmb.takeError()));

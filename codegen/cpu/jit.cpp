@@ -120,15 +120,16 @@ class Jit {
   Jit() {
     llvm::InitializeNativeTarget();
     llvm::InitializeNativeTargetAsmPrinter();
-    // The loop vectorizer's remainder loops are vectorized too from main loops of 8 lanes on
-    // (LLVM's default: 16), so that rows shorter than the main loop's 8 lanes x 4 interleaved
-    // (float64 on AVX-512) run in vectors instead of one element at a time. One thread, 4e6 x 25
-    // float64 (Xeon AMX): max(axis=1) 280 -> 76 ms (NumPy 190), max(axis=0) 290 -> 51 (NumPy
-    // 119). An LLVM option of the process, set unless the program set it itself.
+    // The loop vectorizer's remainder loops are vectorized too from main loops of 4 lanes on
+    // (LLVM's default: 16), so that rows shorter than the main loop's lanes x 4 interleaved run
+    // in vectors instead of one element at a time. One thread, 4e6 x 25 float64 (Xeon AMX):
+    // max(axis=1) 280 -> 76 ms (NumPy 190), max(axis=0) 290 -> 51 (NumPy 119) with 8 lanes on;
+    // from 4 on, AVX2 code (KILN_TARGET_CPU=x86-64-v3) sum(axis=1) 72 -> 61 too. An LLVM option
+    // of the process, set unless the program set it itself.
     auto& options = llvm::cl::getRegisteredOptions();
     if (auto it = options.find("epilogue-vectorization-minimum-VF");
         it != options.end() && it->second->getNumOccurrences() == 0)
-      it->second->addOccurrence(0, it->first(), "8");
+      it->second->addOccurrence(0, it->first(), "4");
     llvm::sys::DynamicLibrary::LoadLibraryPermanently("libmvec.so.1");
     auto jtmb = llvm::orc::JITTargetMachineBuilder::detectHost();
     if (!jtmb) throw Error("compile: cannot detect the host CPU: " + toString(jtmb.takeError()));

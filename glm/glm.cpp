@@ -896,8 +896,8 @@ Result admm(const Array& X, const Array& y, const Options& o) {
     ys.push_back(pr.y.slice({Slice(start, start + size)}).rechunk({piece}));
     start += size;
   }
-  const bool chunk_major = (resolve_device(pr.opt.device) == Device::Cpu ||
-                            resolve_device(pr.opt.device) == Device::Interp) &&
+  const Device device = resolve_device(pr.opt.device);
+  const bool chunk_major = (device == Device::Cpu || device == Device::Interp) &&
                            !(pr.opt.distributed && distributed::size() > 1);
   std::vector<double> z(p, 0.0);
   std::vector<std::vector<double>> u(k, std::vector<double>(p, 0.0)), betas(k);

@@ -1771,8 +1771,11 @@ class Run {
     const bool narrow = std::is_same_v<T, double> && r.out == DType::Float32;
     const int64_t n = num_elements(dims);
     if (n == 0) return;
-    const int64_t inner = dims.empty() ? 1 : dims.back();
-    const int64_t step = dims.empty() ? 1 : strides.back();
+    if (dims.empty()) {  // a scalar result: one row of one element
+      dims = {1};
+      strides = {1};
+    }
+    const int64_t inner = dims.back(), step = strides.back();
     auto row = [&](const T* in, auto* to) {
       using U = std::remove_pointer_t<decltype(to)>;
       if (r.fn == ReduceFn::Mean) {
@@ -1793,7 +1796,7 @@ class Run {
         row(acc + e, static_cast<float*>(out) + addr);
       else
         row(acc + e, static_cast<T*>(out) + addr);
-      for (size_t d = dims.size() - (dims.empty() ? 0 : 1); d-- > 0;) {
+      for (size_t d = dims.size() - 1; d-- > 0;) {
         if (++idx[d] < dims[d]) break;
         idx[d] = 0;
       }

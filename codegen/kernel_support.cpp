@@ -23,7 +23,15 @@ extern "C" int64_t kiln_ipow(int64_t base, int64_t exp) {
 }
 
 // 0.43% of normals take this path: the mean of 1 - X[l + 1] / X[l] over the ziggurat's layers.
-extern "C" double kiln_normal_slow(uint64_t seed, uint64_t stream, uint64_t i) {
+// Its log and exp are 25 std::fma each, which the baseline x86-64 build calls in libm; a clone
+// built for FMA hosts (everything it calls inlined into it) makes them instructions (the same
+// correctly rounded value).
+extern "C"
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+    __attribute__((target_clones("fma", "default"), flatten))
+#endif
+    double
+    kiln_normal_slow(uint64_t seed, uint64_t stream, uint64_t i) {
   return kiln::philox::standard_normal(seed, static_cast<uint32_t>(stream), i);
 }
 

@@ -23,7 +23,7 @@ filter+='|BM_UnfusedChain10/blocks:1000/|BM_FanOut16/blocks:1000/'
 filter+='|BM_GemmOneOpenBlasCall/200/|BM_GemmKilnChunked/200/|BM_RowFusion/n:50000/'
 filter+='|BM_VectorMath/fn:3/|BM_VectorPow/kiln:1|BM_VectorSinCos/joint:1'
 filter+='|BM_GramKiln/100/|BM_GramOpenBlasSyrk/100/|BM_GramProductKiln/10000/100/'
-filter+="|BM_Reduce/max/threads:1/|BM_ReduceNarrow/sum/threads:1/"
+filter+="|BM_Reduce/max/threads:1/|BM_ReduceNarrow/sum/threads:1/|BM_Generate/normal/step:2/threads:1/"
 families() { sed 's|/.*||' | sort -u; }
 all=$(KILN_BENCH_QUICK=1 "$bench" --benchmark_list_tests | families)
 picked=$(KILN_BENCH_QUICK=1 "$bench" --benchmark_list_tests --benchmark_filter="$filter" | families)

@@ -62,27 +62,35 @@ inline Counter philox4x32_10(Counter ctr, Key key) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Kiln's element mapping.
+// Kiln's element mapping: two elements per Philox block.
 //
 //   key = { uint32(seed), uint32(seed >> 32) }
-//   ctr = { uint32(i),    uint32(i >> 32),    stream, 0 }     for flat element index i
-//   w   = philox4x32_10(ctr, key)
+//   block j of a stream: w = philox4x32_10({ uint32(j), uint32(j >> 32), stream, 0 }, key)
+//   element i's words (hi, lo) = (w[0], w[1]) of block i >> 1 for even i, (w[2], w[3]) for odd i
 //
-// Each element consumes one Philox block (four 32-bit words w[0..3]); the distributions below
-// say which words they use. standard_normal rarely needs more: its attempt k uses the counter
-// with k as the last word. Distinct (stream, i) pairs give distinct counters, so the values of
-// different elements and different streams are independent draws.
+// Every distribution below turns an element's pair of words into its value, so one block serves
+// two neighbouring elements (the vectorized kernels generate a pair per block: half the
+// multiplies of a block per element). standard_normal rarely needs more words: its later pairs
+// come from blocks of the element's own, { uint32(i), uint32(i >> 32), stream, k } for k = 1, 2,
+// ... (words (w[0], w[1]), then (w[2], w[3]) of each). The last counter word tells the two kinds
+// of block apart (0: shared, k >= 1: an element's own), so distinct (stream, i) give distinct
+// words, and the values of different elements and different streams are independent draws.
 // ---------------------------------------------------------------------------------------------
 
 inline Key key_from_seed(uint64_t seed) { return Key{uint32_t(seed), uint32_t(seed >> 32)}; }
 
-inline Counter counter_for(uint32_t stream, uint64_t i) {
-  return Counter{uint32_t(i), uint32_t(i >> 32), stream, 0u};
+// Block j of stream `stream`: counter (lo(j), hi(j), stream, k), k = 0 for the shared blocks.
+inline Counter block(uint64_t seed, uint32_t stream, uint64_t j, uint32_t k = 0) {
+  return philox4x32_10(Counter{uint32_t(j), uint32_t(j >> 32), stream, k}, key_from_seed(seed));
 }
 
-// The four random words for element i of stream `stream` under `seed`.
-inline Counter block(uint64_t seed, uint32_t stream, uint64_t i) {
-  return philox4x32_10(counter_for(stream, i), key_from_seed(seed));
+// Element i's first two words: its half of the shared block i >> 1.
+struct Words {
+  uint32_t hi, lo;
+};
+inline Words element_words(uint64_t seed, uint32_t stream, uint64_t i) {
+  const Counter w = block(seed, stream, i >> 1);
+  return (i & 1) ? Words{w[2], w[3]} : Words{w[0], w[1]};
 }
 
 // 53-bit uniform double in [0, 1) from two words:
@@ -93,16 +101,10 @@ inline double uniform_from_bits(uint32_t hi, uint32_t lo) {
   return double(bits >> 11) * 0x1.0p-53;
 }
 
-// uniform: u = uniform_from_bits(w[0], w[1]), in [0, 1).
+// uniform: u = uniform_from_bits(hi, lo) of element i's words, in [0, 1).
 inline double uniform(uint64_t seed, uint32_t stream, uint64_t i) {
-  const Counter w = block(seed, stream, i);
-  return uniform_from_bits(w[0], w[1]);
-}
-
-// uniform_f32: top 24 bits of w[0]:  u = float(w[0] >> 8) * 2^-24, in [0, 1). Exact in float.
-inline float uniform_f32(uint64_t seed, uint32_t stream, uint64_t i) {
-  const Counter w = block(seed, stream, i);
-  return float(w[0] >> 8) * 0x1.0p-24f;
+  const Words w = element_words(seed, stream, i);
+  return uniform_from_bits(w.hi, w.lo);
 }
 
 // Kiln's own log and exp for the normal generator's rare paths, so a normal is bit-identical
@@ -170,40 +172,61 @@ inline double exp_nonpositive(double t) {
 }
 
 // standard_normal: a 1024-layer ziggurat after Marsaglia and Tsang (tables and their definition
-// in support/ziggurat_tables.hpp). Attempt k (k = 0, 1, ...) of element i draws the Philox block
-// of counter (lo(i), hi(i), stream, k), w = attempt_block(seed, stream, i, k):
-//   u     = uniform_from_bits(w[0], w[1])     in [0, 1), the top 53 of the 64 bits
-//   layer = w[1] & 1023,  negative = (w[1] >> 10) & 1   (the 11 bits below the 53 used by u)
+// in support/ziggurat_tables.hpp). It reads element i's word pairs in order (NormalWords): first
+// element_words(i), then (w[0], w[1]) and (w[2], w[3]) of block (i, k) for k = 1, 2, ...:
+//   (hi, lo) = next pair
+//   u     = uniform_from_bits(hi, lo)          in [0, 1), the top 53 of the 64 bits
+//   layer = lo & 1023,  negative = (lo >> 10) & 1   (the 11 bits below the 53 used by u)
 //   x     = u * kZigX[layer]
 //   fast path: x < kZigX[layer + 1]  ->  accept x                     (99.57% of elements)
-//   layer 0 (x >= r, the tail): draw blocks k+1, k+2, ...: a = -log(1 - uniform(t[0], t[1])) / r,
-//     b = -log(1 - uniform(t[2], t[3])), until b + b >= a * a; accept x = r + a
-//   layer >= 1 (the wedge): y = F[layer] + uniform(w[2], w[3]) * (F[layer + 1] - F[layer]);
-//     accept x if y < exp(-x * x / 2), else start over with attempt k + 1
-// and the result is -x if negative, else x. The vectorized kernels run the fast path for attempt 0
-// and call standard_normal (as kiln_normal_slow) for the elements it rejects.
-inline Counter attempt_block(uint64_t seed, uint32_t stream, uint64_t i, uint32_t k) {
-  return philox4x32_10(Counter{uint32_t(i), uint32_t(i >> 32), stream, k}, key_from_seed(seed));
-}
+//   layer 0 (x >= r, the tail): repeat: a = -log(1 - uniform(next pair)) / r,
+//     b = -log(1 - uniform(next pair)), until b + b >= a * a; accept x = r + a
+//   layer >= 1 (the wedge): y = F[layer] + uniform(next pair) * (F[layer + 1] - F[layer]);
+//     accept x if y < exp(-x * x / 2), else start over with the next pair
+// and the result is -x if negative, else x. The vectorized kernels run the fast path on the first
+// pair and call standard_normal (as kiln_normal_slow) for the elements it rejects.
+class NormalWords {
+ public:
+  NormalWords(uint64_t seed, uint32_t stream, uint64_t i) : seed_(seed), stream_(stream), i_(i) {}
+  Words next() {
+    const uint32_t n = n_++;
+    if (n == 0) return element_words(seed_, stream_, i_);
+    if (n & 1) {  // pairs 1, 3, 5, ...: a new block of the element's own, k = 1, 2, 3, ...
+      w_ = block(seed_, stream_, i_, (n + 1) / 2);
+      return Words{w_[0], w_[1]};
+    }
+    return Words{w_[2], w_[3]};
+  }
+
+ private:
+  uint64_t seed_;
+  uint32_t stream_;
+  uint64_t i_;
+  uint32_t n_ = 0;
+  Counter w_{};
+};
 
 inline double standard_normal(uint64_t seed, uint32_t stream, uint64_t i) {
-  for (uint32_t k = 0;;) {
-    const Counter w = attempt_block(seed, stream, i, k++);
-    const double u = uniform_from_bits(w[0], w[1]);
-    const uint32_t layer = w[1] & (kZigLayers - 1);
-    const bool negative = (w[1] >> kZigLayerBits) & 1u;
+  NormalWords words(seed, stream, i);
+  auto u01 = [&] {
+    const Words w = words.next();
+    return uniform_from_bits(w.hi, w.lo);
+  };
+  for (;;) {
+    const Words w = words.next();
+    const double u = uniform_from_bits(w.hi, w.lo);
+    const uint32_t layer = w.lo & (kZigLayers - 1);
+    const bool negative = (w.lo >> kZigLayerBits) & 1u;
     const double x = u * kZigX[layer];
     if (x < kZigX[layer + 1]) return negative ? -x : x;
     if (layer == 0) {
       for (;;) {
-        const Counter t = attempt_block(seed, stream, i, k++);
-        const double a = -log_positive(1.0 - uniform_from_bits(t[0], t[1])) / kZigR;
-        const double b = -log_positive(1.0 - uniform_from_bits(t[2], t[3]));
+        const double a = -log_positive(1.0 - u01()) / kZigR;
+        const double b = -log_positive(1.0 - u01());
         if (b + b >= a * a) return negative ? -(kZigR + a) : kZigR + a;
       }
     }
-    const double y =
-        kZigF[layer] + uniform_from_bits(w[2], w[3]) * (kZigF[layer + 1] - kZigF[layer]);
+    const double y = kZigF[layer] + u01() * (kZigF[layer + 1] - kZigF[layer]);
     if (y < exp_nonpositive(-0.5 * x * x)) return negative ? -x : x;
   }
 }
@@ -215,14 +238,14 @@ inline uint64_t mulhi64(uint64_t a, uint64_t b) {
 
 // integers: uniform integer in [low, high), requires high > low.
 //   r = uint64(high) - uint64(low)           range size, computed modulo 2^64 (no signed overflow)
-//   x = (uint64(w[0]) << 32) | w[1]           64 random bits
+//   x = (uint64(hi) << 32) | lo               element i's 64 random bits
 //   v = low + mulhi64(x, r)                   Lemire's multiply-shift (floor(x * r / 2^64) < r);
 //                                             the add is done modulo 2^64, then reinterpreted
 // The mapping has a bias of at most r / 2^64 per value, which is negligible for Kiln's use.
 inline int64_t integers(uint64_t seed, uint32_t stream, uint64_t i, int64_t low, int64_t high) {
-  const Counter w = block(seed, stream, i);
+  const Words w = element_words(seed, stream, i);
   const uint64_t r = uint64_t(high) - uint64_t(low);
-  const uint64_t x = (uint64_t(w[0]) << 32) | uint64_t(w[1]);
+  const uint64_t x = (uint64_t(w.hi) << 32) | uint64_t(w.lo);
   return int64_t(uint64_t(low) + mulhi64(x, r));
 }
 

@@ -23,7 +23,18 @@ namespace {
 using llvm::IRBuilder;
 using llvm::Value;
 
-constexpr int64_t kTile = 256;  // elements per tile of a loop over random leaves
+constexpr int64_t kTile = 256;      // elements per tile of a loop over random leaves
+constexpr int64_t kScanGroup = 16;  // values per step of the scan for rejected normals
+// The vectorization of a tile's generating loops (tiled_inner_loop): 8 lanes, 2 interleaved, the
+// fastest of widths 4-16 and interleave counts 1-4 measured on AVX2 with a block per element
+// (random-sum, bench/RESULTS.md); LLVM's own choice (4 x 1) left Philox latency-bound.
+std::vector<std::pair<const char*, int>> gen_hints() {
+  return {{"llvm.loop.vectorize.width", 8}, {"llvm.loop.interleave.count", 2}};
+}
+bool unit_stride(llvm::Value* stride) {
+  auto* c = llvm::dyn_cast<llvm::ConstantInt>(stride);
+  return c && c->isOne();
+}
 // Elements per strip of an innermost loop that sums floats (see strip_loop).
 constexpr int64_t kStrip = 1024;
 // How far ahead short_arg_rows prefetches. On the Xeon AMX (one thread, 1e8 float64 from memory,
@@ -101,13 +112,14 @@ class Printer {
         hoist_bufs_.emplace_back(v, buffer(k_.values[v].type, "hoisted" + std::to_string(v)));
     }
     // Random leaves are generated a tile at a time (see tiled_inner_loop): one stack buffer of
-    // kTile values per random leaf, plus 4 of padding for the scan for rejected normals.
+    // kTile values per random leaf, plus 2 for a tile whose pairs of elements start and end at
+    // odd flat indices and kScanGroup of padding for the scan for rejected normals.
     if (r > 0)
       for (size_t l = 0; l < k_.leaves.size(); ++l)
         if (k_.leaves[l].kind == kir::LeafKind::Random)
-          tile_bufs_[l] =
-              b_.CreateAlloca(llvm::ArrayType::get(random_type(k_.leaves[l]), kTile + 4), nullptr,
-                              "tile" + std::to_string(l));
+          tile_bufs_[l] = b_.CreateAlloca(
+              llvm::ArrayType::get(random_type(k_.leaves[l]), kTile + 2 + kScanGroup), nullptr,
+              "tile" + std::to_string(l));
     if (r > 0 && tile_bufs_.empty())
       for (size_t o = 0; o < k_.outputs.size(); ++o)
         if (is_arg(o) && inner_reduced(o)) {
@@ -845,30 +857,27 @@ class Printer {
       Value* i0 = b_.CreateMul(t, b_.getInt64(kTile));
       Value* m = b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, b_.getInt64(kTile),
                                           b_.CreateSub(ext_[d], i0));
-      // Loop A: the random values of the tile. Each leaf's flat index is carried as an
-      // induction variable (+ inner stride per element), which vectorizes to one add instead of
-      // a 64-bit multiply per lane.
+      // Loop A: the random values of the tile, a loop per leaf. A leaf read one element after
+      // the next (inner stride 1) generates two elements per Philox block, as
+      // philox::element_words pairs them: block j gives elements 2j and 2j + 1, so the blocks
+      // from flat0 >> 1 on are written from the buffer's start and the tile's values begin at
+      // flat0 & 1. Other leaves (strided views of a generator) make a block per element.
       idx_[d] = i0;
-      std::vector<Value*> flat0;
-      for (auto& [l, buf] : tile_bufs_) flat0.push_back(address(maps_[l]));
-      simple_loop("gen", m, flat0,
-                  [&](Value* j, std::vector<Value*> flat) {
-                    std::vector<Value*> next;
-                    size_t at = 0;
-                    for (auto& [l, buf] : tile_bufs_) {
-                      const kir::Leaf& lf = k_.leaves[l];
-                      b_.CreateStore(random_value(lf, flat[at], true),
-                                     b_.CreateGEP(random_type(lf), buf, j));
-                      next.push_back(b_.CreateAdd(flat[at++], maps_[l].strides[d]));
-                    }
-                    return next;
-                  },
-                  // 8 lanes, 2 interleaved: the fastest of widths 4-16 and interleave counts 1-4
-                  // measured on AVX2 (random-sum, bench/RESULTS.md); LLVM's own choice (4 x 1)
-                  // leaves Philox latency-bound.
-                  {{"llvm.loop.vectorize.width", 8}, {"llvm.loop.interleave.count", 2}});
+      tile_ptrs_.clear();
+      for (auto& [l, buf] : tile_bufs_) {
+        Value* f0 = address(maps_[l]);
+        if (unit_stride(maps_[l].strides[d])) {
+          Value* odd = b_.CreateAnd(f0, b_.getInt64(1));
+          generate_pairs(l, buf, f0,
+                         b_.CreateLShr(b_.CreateAdd(m, b_.CreateAdd(odd, b_.getInt64(1))), 1));
+          tile_ptrs_[l] = b_.CreateGEP(random_type(k_.leaves[l]), buf, odd);
+        } else {
+          generate_elements(l, buf, f0, m, maps_[l].strides[d]);
+          tile_ptrs_[l] = buf;
+        }
+      }
       for (auto& [l, buf] : tile_bufs_)
-        if (k_.leaves[l].random == RandomKind::Normal) fill_rejected(d, l, buf, i0, m);
+        if (k_.leaves[l].random == RandomKind::Normal) fill_rejected(d, l, tile_ptrs_[l], i0, m);
       // Loop B: the body, with the inner reductions' accumulators for this tile, folded into
       // the carried state like strip_loop's strips.
       std::vector<Value*> sums = body_loop("eval", m, accumulator_identities(), [&](Value* j) {
@@ -880,6 +889,66 @@ class Printer {
     };
     set_strip_state(simple_loop("tile", tiles, strip_state(), tile));
     finish_inner_reductions();
+  }
+
+  // Loop A of a leaf of inner stride 1: `blocks` Philox blocks from flat0 >> 1 on, each giving
+  // two elements (its words 0, 1 and 2, 3), written to buf from its start. The block index is
+  // carried as an induction variable, which vectorizes to one add instead of a 64-bit multiply
+  // per lane.
+  void generate_pairs(int l, Value* buf, Value* flat0, Value* blocks) {
+    const kir::Leaf& lf = k_.leaves[l];
+    simple_loop(
+        "gen", blocks, {b_.CreateLShr(flat0, 1)},
+        [&](Value* q, std::vector<Value*> j) {
+          auto w = philox(j[0], params_[lf.seed_param], lf.stream);
+          Value* at = b_.CreateShl(q, 1, "", true, true);
+          b_.CreateStore(value_of_words(lf, w[0], w[1]), b_.CreateGEP(random_type(lf), buf, at));
+          b_.CreateStore(value_of_words(lf, w[2], w[3]),
+                         b_.CreateGEP(random_type(lf), buf, b_.CreateOr(at, 1)));
+          return std::vector<Value*>{b_.CreateAdd(j[0], b_.getInt64(1))};
+        },
+        gen_hints());
+  }
+
+  // Loop A of a strided leaf: a block per element. Where the stride and flat0 are even (random-
+  // sum's x[::2, ::2]), every element of the tile is the first of its block, so the loop reads
+  // words 0 and 1 only (LLVM then drops the last round's products that words 2 and 3 need) and
+  // carries the block index; otherwise each element picks its words by its parity. (A loop for
+  // odd elements under even strides too doubled the compile time of random-sum's kernel, 0.11
+  // -> 0.22 s, for slices such as x[:, 1::2] only.)
+  void generate_elements(int l, Value* buf, Value* flat0, Value* m, Value* stride) {
+    const kir::Leaf& lf = k_.leaves[l];
+    auto loop = [&](bool even) {
+      Value* start = even ? b_.CreateLShr(flat0, 1) : flat0;
+      Value* step = even ? b_.CreateAShr(stride, 1) : stride;
+      simple_loop(
+          "gen", m, {start},
+          [&](Value* j, std::vector<Value*> at) {
+            Value *hi, *lo;
+            if (even) {
+              auto w = philox(at[0], params_[lf.seed_param], lf.stream);
+              hi = w[0];
+              lo = w[1];
+            } else {
+              std::tie(hi, lo) = element_words(lf, at[0]);
+            }
+            b_.CreateStore(value_of_words(lf, hi, lo), b_.CreateGEP(random_type(lf), buf, j));
+            return std::vector<Value*>{b_.CreateAdd(at[0], step)};
+          },
+          gen_hints());
+    };
+    auto* even = llvm::BasicBlock::Create(ctx_, "gen.even", fn_);
+    auto* other = llvm::BasicBlock::Create(ctx_, "gen.other", fn_);
+    auto* done = llvm::BasicBlock::Create(ctx_, "gen.done", fn_);
+    Value* odd = b_.CreateTrunc(b_.CreateOr(flat0, stride), b_.getInt1Ty());
+    b_.CreateCondBr(odd, other, even);
+    b_.SetInsertPoint(even);
+    loop(true);
+    b_.CreateBr(done);
+    b_.SetInsertPoint(other);
+    loop(false);
+    b_.CreateBr(done);
+    b_.SetInsertPoint(done);
   }
 
   // for (j = 0; j < n; ++j) carried = step(j, carried); returns the carried values at the exit.
@@ -1080,36 +1149,43 @@ class Printer {
     return step;
   }
 
-  // The scan of a tile's normals after loop A: 4 values at a time, and for a group with a NaN
-  // (a rejected fast path) each NaN is replaced by kiln_normal_slow's value. The 4 values past
-  // the tile's end are zeroed first, so the last group reads only defined values.
+  // The scan of a tile's normals after loop A: kScanGroup values at a time, and for a group with
+  // a NaN (a rejected fast path) each NaN is replaced by kiln_normal_slow's value. The
+  // kScanGroup values past the tile's end are zeroed first, so the last group reads only
+  // defined values. (Groups of 16 rather than 4: the scan took 8% of a contiguous normal sum's
+  // time, one thread, Xeon AMX.)
   void fill_rejected(int d, int l, Value* buf, Value* i0, Value* m) {
     auto* f64 = b_.getDoubleTy();
-    for (int q = 0; q < 4; ++q)
-      b_.CreateStore(dconst(0.0), b_.CreateGEP(f64, buf, b_.CreateAdd(m, b_.getInt64(q))));
-    Value* groups = b_.CreateUDiv(b_.CreateAdd(m, b_.getInt64(3)), b_.getInt64(4));
+    auto* vt = llvm::FixedVectorType::get(f64, kScanGroup);
+    b_.CreateAlignedStore(llvm::Constant::getNullValue(vt), b_.CreateGEP(f64, buf, m),
+                          llvm::Align(8));
+    Value* groups =
+        b_.CreateUDiv(b_.CreateAdd(m, b_.getInt64(kScanGroup - 1)), b_.getInt64(kScanGroup));
     simple_loop("scan", groups, {}, [&](Value* g) {
-      Value* j = b_.CreateMul(g, b_.getInt64(4));
-      auto* v4t = llvm::FixedVectorType::get(f64, 4);
-      Value* v4 = b_.CreateAlignedLoad(v4t, b_.CreateGEP(f64, buf, j), llvm::Align(8));
-      Value* any = b_.CreateOrReduce(b_.CreateFCmpUNO(v4, v4));
+      Value* j = b_.CreateMul(g, b_.getInt64(kScanGroup));
+      Value* v = b_.CreateAlignedLoad(vt, b_.CreateGEP(f64, buf, j), llvm::Align(8));
+      Value* any = b_.CreateOrReduce(b_.CreateFCmpUNO(v, v));
       auto* fix = llvm::BasicBlock::Create(ctx_, "scan.fix", fn_);
       auto* done = llvm::BasicBlock::Create(ctx_, "scan.done", fn_);
       b_.CreateCondBr(any, fix, done);
       b_.SetInsertPoint(fix);
-      for (int q = 0; q < 4; ++q) {
-        Value* jq = b_.CreateAdd(j, b_.getInt64(q));
+      // The group's values one by one (to the tile's end: a run-time count, which LLVM keeps as
+      // one loop rather than 16 copies of the call).
+      Value* count = b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, b_.getInt64(kScanGroup),
+                                              b_.CreateSub(m, j));
+      simple_loop("scan.one", count, {}, [&](Value* q) {
+        Value* jq = b_.CreateAdd(j, q);
         Value* at = b_.CreateGEP(f64, buf, jq);
-        Value* v = b_.CreateLoad(f64, at);
+        Value* x = b_.CreateLoad(f64, at);
         auto* call = llvm::BasicBlock::Create(ctx_, "scan.call", fn_);
         auto* next = llvm::BasicBlock::Create(ctx_, "scan.next", fn_);
-        b_.CreateCondBr(b_.CreateFCmpUNO(v, v), call, next);
+        b_.CreateCondBr(b_.CreateFCmpUNO(x, x), call, next);
         b_.SetInsertPoint(call);
         idx_[d] = b_.CreateAdd(i0, jq);
         b_.CreateStore(normal_slow(k_.leaves[l], address(maps_[l])), at);
         b_.CreateBr(next);
         b_.SetInsertPoint(next);
-      }
+      });
       b_.CreateBr(done);
       b_.SetInsertPoint(done);
     });
@@ -1400,19 +1476,20 @@ class Printer {
       case kir::LeafKind::Random:
         if (tile_j_)
           return b_.CreateLoad(random_type(lf),
-                               b_.CreateGEP(random_type(lf), tile_bufs_.at(l), tile_j_));
-        return random_value(lf, flat, false);
+                               b_.CreateGEP(random_type(lf), tile_ptrs_.at(l), tile_j_));
+        return random_value(lf, flat);
     }
     return nullptr;
   }
 
-  // Philox4x32-10 of counter (lo(i), hi(i), stream, 0) under key (lo(seed), hi(seed)); the same
-  // definition as support/philox.hpp, which the tests compare against.
-  std::array<Value*, 4> philox(Value* flat, Value* seed, int64_t stream) {
+  // Philox4x32-10 of counter (lo(j), hi(j), stream, 0) under key (lo(seed), hi(seed)): block j,
+  // which holds the words of elements 2j and 2j + 1; the same definition as support/philox.hpp,
+  // which the tests compare against.
+  std::array<Value*, 4> philox(Value* j, Value* seed, int64_t stream) {
     auto* i32 = b_.getInt32Ty();
     auto* i64 = b_.getInt64Ty();
-    Value* c0 = b_.CreateTrunc(flat, i32);
-    Value* c1 = b_.CreateTrunc(b_.CreateLShr(flat, 32), i32);
+    Value* c0 = b_.CreateTrunc(j, i32);
+    Value* c1 = b_.CreateTrunc(b_.CreateLShr(j, 32), i32);
     Value* c2 = b_.getInt32(static_cast<uint32_t>(stream));
     Value* c3 = b_.getInt32(0);
     Value* k0 = b_.CreateTrunc(seed, i32);
@@ -1436,6 +1513,13 @@ class Printer {
       c3 = lo0;
     }
     return {c0, c1, c2, c3};
+  }
+
+  // Element `flat`'s two words (hi, lo): its half of block flat >> 1 (philox::element_words).
+  std::pair<Value*, Value*> element_words(const kir::Leaf& lf, Value* flat) {
+    auto w = philox(b_.CreateLShr(flat, 1), params_[lf.seed_param], lf.stream);
+    Value* odd = b_.CreateTrunc(flat, b_.getInt1Ty());
+    return {b_.CreateSelect(odd, w[2], w[0]), b_.CreateSelect(odd, w[3], w[1])};
   }
 
   Value* bits64(Value* hi, Value* lo) {
@@ -1482,21 +1566,27 @@ class Printer {
     return call;
   }
 
-  // A random leaf's value at a flat index. Normals: with `fast_only`, the ziggurat's fast path
-  // for attempt 0 (support/philox.hpp) and NaN where it rejects; otherwise the full function.
-  Value* random_value(const kir::Leaf& lf, Value* flat, bool fast_only) {
-    if (lf.random == RandomKind::Normal && !fast_only) return normal_slow(lf, flat);
-    auto w = philox(flat, params_[lf.seed_param], lf.stream);
+  // A random leaf's value at a flat index, outside tiled loops (0-d kernels): a normal is the
+  // full function (kiln_normal_slow).
+  Value* random_value(const kir::Leaf& lf, Value* flat) {
+    if (lf.random == RandomKind::Normal) return normal_slow(lf, flat);
+    auto [hi, lo] = element_words(lf, flat);
+    return value_of_words(lf, hi, lo);
+  }
+
+  // A random leaf's value from an element's pair of words; a normal's is its fast path (NaN
+  // where it rejects).
+  Value* value_of_words(const kir::Leaf& lf, Value* hi, Value* lo) {
     switch (lf.random) {
       case RandomKind::Uniform:
-        return uniform(w[0], w[1]);
+        return uniform(hi, lo);
       case RandomKind::Normal: {
         auto* f64 = b_.getDoubleTy();
         auto* i64 = b_.getInt64Ty();
-        Value* u = uniform(w[0], w[1]);
-        Value* layer = b_.CreateZExt(b_.CreateAnd(w[1], b_.getInt32(philox::kZigLayers - 1)), i64);
+        Value* u = uniform(hi, lo);
+        Value* layer = b_.CreateZExt(b_.CreateAnd(lo, b_.getInt32(philox::kZigLayers - 1)), i64);
         Value* negative =
-            b_.CreateICmpNE(b_.CreateAnd(w[1], b_.getInt32(philox::kZigLayers)), b_.getInt32(0));
+            b_.CreateICmpNE(b_.CreateAnd(lo, b_.getInt32(philox::kZigLayers)), b_.getInt32(0));
         auto* tt = llvm::ArrayType::get(f64, philox::kZigLayers + 1);
         Value* width =
             b_.CreateLoad(f64, b_.CreateInBoundsGEP(tt, zig_table(), {b_.getInt64(0), layer}));
@@ -1511,10 +1601,10 @@ class Printer {
       case RandomKind::Integers: {
         auto* i128 = b_.getInt128Ty();
         uint64_t range = uint64_t(lf.high) - uint64_t(lf.low);
-        Value* x = b_.CreateZExt(bits64(w[0], w[1]), i128);
+        Value* x = b_.CreateZExt(bits64(hi, lo), i128);
         Value* prod = b_.CreateMul(x, llvm::ConstantInt::get(i128, range));
-        Value* hi = b_.CreateTrunc(b_.CreateLShr(prod, 64), b_.getInt64Ty());
-        return b_.CreateAdd(hi, b_.getInt64(uint64_t(lf.low)));
+        Value* top = b_.CreateTrunc(b_.CreateLShr(prod, 64), b_.getInt64Ty());
+        return b_.CreateAdd(top, b_.getInt64(uint64_t(lf.low)));
       }
     }
     return nullptr;
@@ -1743,7 +1833,8 @@ class Printer {
   // strip's values and their indices (see scan_strip); the current element's place in its strip.
   std::map<size_t, std::pair<Value*, Value*>> scan_bufs_;
   Value* strip_j_ = nullptr;
-  Value* tile_j_ = nullptr;  // set while emitting the body of a tiled loop
+  Value* tile_j_ = nullptr;          // set while emitting the body of a tiled loop
+  std::map<int, Value*> tile_ptrs_;  // random leaf -> its values of the current tile
   // The rows of a jammed rest while its innermost loop is emitted (row_tiled_loop): each row's
   // index along jam_dim_ and its hoisted values (hoist_bufs_' order).
   struct JamRow {

@@ -142,8 +142,8 @@ template <class T> KILN_FN T kiln_compensated(T s, T c) {
 
 // Random numbers: support/philox.hpp's functions, step for step.
 struct kiln_w4 { kiln_u32 x0, x1, x2, x3; };
-KILN_FN kiln_w4 kiln_philox(kiln_u64 seed, kiln_u32 stream, kiln_u64 i, kiln_u32 attempt) {
-  kiln_u32 c0 = (kiln_u32)i, c1 = (kiln_u32)(i >> 32), c2 = stream, c3 = attempt;
+KILN_FN kiln_w4 kiln_philox(kiln_u64 seed, kiln_u32 stream, kiln_u64 j, kiln_u32 k) {
+  kiln_u32 c0 = (kiln_u32)j, c1 = (kiln_u32)(j >> 32), c2 = stream, c3 = k;
   kiln_u32 k0 = (kiln_u32)seed, k1 = (kiln_u32)(seed >> 32);
   for (int r = 0; r < 10; ++r) {
     if (r > 0) { k0 += 0x9E3779B9u; k1 += 0xBB67AE85u; }
@@ -155,18 +155,24 @@ KILN_FN kiln_w4 kiln_philox(kiln_u64 seed, kiln_u32 stream, kiln_u64 i, kiln_u32
   kiln_w4 w = {c0, c1, c2, c3};
   return w;
 }
+struct kiln_words { kiln_u32 hi, lo; };
+KILN_FN kiln_words kiln_element_words(kiln_u64 seed, kiln_u32 stream, kiln_u64 i) {
+  kiln_w4 w = kiln_philox(seed, stream, i >> 1, 0);
+  kiln_words r = {(i & 1) ? w.x2 : w.x0, (i & 1) ? w.x3 : w.x1};
+  return r;
+}
 KILN_FN double kiln_u01(kiln_u32 hi, kiln_u32 lo) {
   kiln_u64 bits = ((kiln_u64)hi << 32) | lo;
   return (double)(bits >> 11) * 0x1.0p-53;
 }
 KILN_FN double kiln_uniform(kiln_u64 seed, kiln_u32 stream, kiln_u64 i) {
-  kiln_w4 w = kiln_philox(seed, stream, i, 0);
-  return kiln_u01(w.x0, w.x1);
+  kiln_words w = kiln_element_words(seed, stream, i);
+  return kiln_u01(w.hi, w.lo);
 }
 KILN_FN kiln_i64 kiln_integers(kiln_u64 seed, kiln_u32 stream, kiln_u64 i, kiln_i64 low,
                                kiln_i64 high) {
-  kiln_w4 w = kiln_philox(seed, stream, i, 0);
-  kiln_u64 r = (kiln_u64)high - (kiln_u64)low, x = ((kiln_u64)w.x0 << 32) | w.x1;
+  kiln_words w = kiln_element_words(seed, stream, i);
+  kiln_u64 r = (kiln_u64)high - (kiln_u64)low, x = ((kiln_u64)w.hi << 32) | w.lo;
   return (kiln_i64)((kiln_u64)low + kiln_mulhi64(x, r));
 }
 )";
@@ -197,24 +203,43 @@ KILN_FN double kiln_exp_nonpositive(double t) {
   for (int j = 1; j < 14; ++j) p = fma(p, r, coef[j]);
   return p * kiln_f64_from_bits((kiln_u64)((kiln_i64)k + 1023) << 52);
 }
+// Element i's word pairs in order: its half of the shared block, then (x0, x1) and (x2, x3) of
+// its own blocks k = 1, 2, ... (support/philox.hpp's NormalWords).
+struct kiln_normal_words { kiln_u64 seed, i; kiln_u32 stream, n; kiln_w4 w; };
+KILN_FN kiln_words kiln_next_words(kiln_normal_words* s) {
+  const kiln_u32 n = s->n++;
+  if (n == 0) return kiln_element_words(s->seed, s->stream, s->i);
+  kiln_words r;
+  if (n & 1) {
+    s->w = kiln_philox(s->seed, s->stream, s->i, (n + 1) / 2);
+    r.hi = s->w.x0; r.lo = s->w.x1;
+  } else {
+    r.hi = s->w.x2; r.lo = s->w.x3;
+  }
+  return r;
+}
+KILN_FN double kiln_next_u01(kiln_normal_words* s) {
+  const kiln_words w = kiln_next_words(s);
+  return kiln_u01(w.hi, w.lo);
+}
 KILN_FN double kiln_normal(kiln_u64 seed, kiln_u32 stream, kiln_u64 i) {
-  for (kiln_u32 k = 0;;) {
-    const kiln_w4 w = kiln_philox(seed, stream, i, k++);
-    const double u = kiln_u01(w.x0, w.x1);
-    const kiln_u32 layer = w.x1 & (KILN_ZIG_LAYERS - 1);
-    const bool negative = (w.x1 >> KILN_ZIG_LAYER_BITS) & 1u;
+  kiln_normal_words s = {seed, i, stream, 0, {0, 0, 0, 0}};
+  for (;;) {
+    const kiln_words w = kiln_next_words(&s);
+    const double u = kiln_u01(w.hi, w.lo);
+    const kiln_u32 layer = w.lo & (KILN_ZIG_LAYERS - 1);
+    const bool negative = (w.lo >> KILN_ZIG_LAYER_BITS) & 1u;
     const double x = u * kiln_zig_x[layer];
     if (x < kiln_zig_x[layer + 1]) return negative ? -x : x;
     if (layer == 0) {
       for (;;) {
-        const kiln_w4 t = kiln_philox(seed, stream, i, k++);
-        const double a = -kiln_log_positive(1.0 - kiln_u01(t.x0, t.x1)) / KILN_ZIG_R;
-        const double b = -kiln_log_positive(1.0 - kiln_u01(t.x2, t.x3));
+        const double a = -kiln_log_positive(1.0 - kiln_next_u01(&s)) / KILN_ZIG_R;
+        const double b = -kiln_log_positive(1.0 - kiln_next_u01(&s));
         if (b + b >= a * a) return negative ? -(KILN_ZIG_R + a) : KILN_ZIG_R + a;
       }
     }
     const double y = kiln_zig_f[layer] +
-                     kiln_u01(w.x2, w.x3) * (kiln_zig_f[layer + 1] - kiln_zig_f[layer]);
+                     kiln_next_u01(&s) * (kiln_zig_f[layer + 1] - kiln_zig_f[layer]);
     if (y < kiln_exp_nonpositive(-0.5 * x * x)) return negative ? -x : x;
   }
 }

@@ -45,35 +45,39 @@ TEST(Creation, NpyRoundTripAndLazyLoad) {
 
 TEST(Random, ElementsMatchTheReferencePhilox) {
   random::Generator rng(1234);
-  Array u = rng.uniform(0, 1, {50, 40}, {16, 16});
-  Array n = rng.standard_normal({50, 40}, {13, 40});
-  Array i = rng.integers(-5, 17, {50, 40}, {50, 7});
+  // Rows of 41 and chunks of odd widths: blocks and rows that start at odd flat indices, whose
+  // first element is the second of its Philox block (support/philox.hpp).
+  Array u = rng.uniform(0, 1, {50, 41}, {16, 15});
+  Array n = rng.standard_normal({50, 41}, {13, 41});
+  Array i = rng.integers(-5, 17, {50, 41}, {50, 7});
   auto got = compute({u, n, i});
-  for (int64_t k = 0; k < 2000; ++k) {
+  for (int64_t k = 0; k < 50 * 41; ++k) {
     ASSERT_EQ(got[0].at(k), philox::uniform(1234, 0, k)) << k;
     ASSERT_EQ(got[1].at(k), philox::standard_normal(1234, 1, k)) << k;  // bit-identical
     ASSERT_EQ(got[2].at_int(k), philox::integers(1234, 2, k, -5, 17)) << k;
   }
 }
 
-// Kernels over random leaves generate them a tile (256 elements) at a time and refill the
-// normals the ziggurat's fast path rejects: uneven tiles, strided and reversed inner indices, two
-// normal leaves in one kernel, inner reductions (sum, argmax) and 0-d kernels (no loop) must all
-// give the reference values.
+// Kernels over random leaves generate them a tile (256 elements) at a time, two elements per
+// Philox block where the inner stride is 1, and refill the normals the ziggurat's fast path
+// rejects: uneven tiles, rows and blocks starting at odd flat indices, strided and reversed inner
+// indices, two normal leaves in one kernel, inner reductions (sum, argmax) and 0-d kernels (no
+// loop) must all give the reference values.
 TEST(Random, TiledGenerationMatchesTheReference) {
   auto rejected = [](uint64_t seed, uint32_t stream, uint64_t i) {
-    const philox::Counter w = philox::attempt_block(seed, stream, i, 0);
-    const uint32_t layer = w[1] & (philox::kZigLayers - 1);
-    return !(philox::uniform_from_bits(w[0], w[1]) * philox::kZigX[layer] <
+    const philox::Words w = philox::element_words(seed, stream, i);
+    const uint32_t layer = w.lo & (philox::kZigLayers - 1);
+    return !(philox::uniform_from_bits(w.hi, w.lo) * philox::kZigX[layer] <
              philox::kZigX[layer + 1]);
   };
-  const int64_t rows = 3, cols = 1000;
+  const int64_t rows = 3, cols = 999;
   random::Generator rng(5);
-  Array n1 = rng.standard_normal({rows, cols}, {3, 700});  // streams 0, 1, 2
-  Array u = rng.uniform(0, 1, {rows, cols}, {2, 300});
-  Array n2 = rng.standard_normal({rows, cols}, {3, 700});
+  Array n1 = rng.standard_normal({rows, cols}, {3, 701});  // streams 0, 1, 2
+  Array u = rng.uniform(0, 1, {rows, cols}, {2, 301});
+  Array n2 = rng.standard_normal({rows, cols}, {3, 701});
   auto got = compute({n1 * u + n2, n1.slice({{}, {1, {}, 3}}), n1.slice({{}, {{}, {}, -1}}),
-                      n1.sum({1}), n1.argmax(1)});
+                      n1.sum({1}), n1.argmax(1), n1.slice({{}, {{}, {}, 2}}),
+                      n1.slice({{}, {1, {}, 2}}), u.slice({{}, {1, {}, 2}})});
   int64_t rejections = 0;
   for (int64_t r = 0; r < rows; ++r) {
     double sum = 0, best = -INFINITY;
@@ -85,6 +89,13 @@ TEST(Random, TiledGenerationMatchesTheReference) {
       ASSERT_EQ(got[0].at(r * cols + c), a * philox::uniform(5, 1, k) + b) << r << "," << c;
       if (c % 3 == 1) {
         ASSERT_EQ(got[1].at(r * 333 + c / 3), a) << r << "," << c;
+      }
+      // Even strides: rows of 999 start at even and odd flat indices in turn.
+      if (c % 2 == 0) {
+        ASSERT_EQ(got[5].at(r * 500 + c / 2), a) << r << "," << c;
+      } else {
+        ASSERT_EQ(got[6].at(r * 499 + c / 2), a) << r << "," << c;
+        ASSERT_EQ(got[7].at(r * 499 + c / 2), philox::uniform(5, 1, k)) << r << "," << c;
       }
       ASSERT_EQ(got[2].at(r * cols + (cols - 1 - c)), a) << r << "," << c;
       sum += a;

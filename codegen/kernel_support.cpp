@@ -25,9 +25,11 @@ extern "C" int64_t kiln_ipow(int64_t base, int64_t exp) {
 // 0.43% of normals take this path: the mean of 1 - X[l + 1] / X[l] over the ziggurat's layers.
 // Its log and exp are 25 std::fma each, which the baseline x86-64 build calls in libm; a clone
 // built for FMA hosts (everything it calls inlined into it) makes them instructions (the same
-// correctly rounded value).
+// correctly rounded value). Not under the sanitizers: ThreadSanitizer's build crashed in the
+// clones' ifunc resolver, which runs before its runtime is set up.
 extern "C"
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && \
+    !defined(__SANITIZE_THREAD__) && !defined(__SANITIZE_ADDRESS__)
     __attribute__((target_clones("fma", "default"), flatten))
 #endif
     double

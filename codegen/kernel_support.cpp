@@ -23,8 +23,8 @@ extern "C" int64_t kiln_ipow(int64_t base, int64_t exp) {
 }
 
 // 0.43% of normals take this path: the mean of 1 - X[l + 1] / X[l] over the ziggurat's layers.
-// Its log and exp are 25 std::fma each, which the baseline x86-64 build calls in libm; a clone
-// built for FMA hosts (everything it calls inlined into it) makes them instructions (the same
+// Its log and exp make 27 std::fma between them, which the baseline x86-64 build calls in libm; a
+// clone built for FMA hosts (everything it calls inlined into it) makes them instructions (the same
 // correctly rounded value). Not under the sanitizers: ThreadSanitizer's build crashed in the
 // clones' ifunc resolver, which runs before its runtime is set up.
 extern "C"

@@ -1152,8 +1152,8 @@ class Printer {
   // The scan of a tile's normals after loop A: kScanGroup values at a time, and for a group with
   // a NaN (a rejected fast path) each NaN is replaced by kiln_normal_slow's value. The
   // kScanGroup values past the tile's end are zeroed first, so the last group reads only
-  // defined values. (Groups of 16 rather than 4: the scan took 8% of a contiguous normal sum's
-  // time, one thread, Xeon AMX.)
+  // defined values. (Groups of 16 rather than 4: the scan took 8% of a normal sum's time, one
+  // thread, Xeon 207.)
   void fill_rejected(int d, int l, Value* buf, Value* i0, Value* m) {
     auto* f64 = b_.getDoubleTy();
     auto* vt = llvm::FixedVectorType::get(f64, kScanGroup);
